@@ -1,0 +1,999 @@
+# ctxcode Python kernel driver.
+#
+# Started as `python3 -u -c <this source>`; speaks the JSON-lines kernel protocol
+# (see package kernel) on private duplicates of fds 0 and 1 taken at start-up.
+# Then fd 0 reads /dev/null, and fds 1 and 2 point at per-cell capture files, so
+# that print(), os.write(1, ...), C extensions and child processes are all
+# captured and can never corrupt the protocol.
+#
+# Uses IPython's InteractiveShell when importable (and not disabled with
+# CTXCODE_NO_IPYTHON=1), otherwise a standard-library equivalent. Both paths
+# share the value formatting rules, the compact tracebacks, ANSWER, the soft
+# timeout and the output caps, so they give the same text for the same cell.
+
+import ast
+import builtins
+import collections
+import datetime
+import decimal
+import io
+import json
+import linecache
+import math
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+import tokenize
+import traceback
+import types
+
+PROTO_IN = os.fdopen(os.dup(0), "rb")
+PROTO_OUT = os.fdopen(os.dup(1), "wb", buffering=0)
+LOG = os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
+
+try:
+    import faulthandler
+
+    faulthandler.enable(file=LOG)
+except Exception:
+    pass
+
+MAX_WIDTH = 79
+MAX_SEQ = 1000
+STDIN_MESSAGE = "stdin is not available in this session"
+
+
+class CellTimeout(BaseException):
+    """Raised inside a cell by the soft timeout."""
+
+
+class _Answer(BaseException):
+    """Raised by ANSWER to end the cell."""
+
+
+# ---------------------------------------------------------------- capture
+
+
+def _capture_file():
+    f = tempfile.TemporaryFile()
+    fd = os.dup(f.fileno())
+    f.close()
+    os.set_inheritable(fd, False)
+    flags = __import__("fcntl").fcntl(fd, __import__("fcntl").F_GETFL)
+    __import__("fcntl").fcntl(fd, __import__("fcntl").F_SETFL, flags | os.O_APPEND)
+    return fd
+
+
+OUT_FD = _capture_file()
+ERR_FD = _capture_file()
+_null = os.open(os.devnull, os.O_RDONLY)
+os.dup2(_null, 0)
+os.close(_null)
+
+
+class _NoStdin(io.TextIOBase):
+    def readable(self):
+        return True
+
+    def read(self, *args):
+        raise RuntimeError(STDIN_MESSAGE)
+
+    readline = read
+
+    def readlines(self, *args):
+        raise RuntimeError(STDIN_MESSAGE)
+
+    def fileno(self):
+        raise io.UnsupportedOperation(STDIN_MESSAGE)
+
+    def isatty(self):
+        return False
+
+
+def _no_input(prompt=""):
+    raise RuntimeError(STDIN_MESSAGE)
+
+
+sys.stdin = sys.__stdin__ = _NoStdin()
+builtins.input = _no_input
+
+
+def _text_stream(fd):
+    return io.TextIOWrapper(
+        io.FileIO(fd, "w", closefd=False),
+        encoding="utf-8",
+        errors="backslashreplace",
+        line_buffering=True,
+        write_through=True,
+    )
+
+
+_streams = {}
+
+
+def _point_fds():
+    """Re-point fds 1 and 2 (and sys.stdout/err) at the capture files."""
+    os.dup2(OUT_FD, 1)
+    os.dup2(ERR_FD, 2)
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        s = _streams.get(fd)
+        if s is None or s.closed:
+            s = _streams[fd] = _text_stream(fd)
+        setattr(sys, name, s)
+        setattr(sys, "__%s__" % name, s)
+
+
+def _flush_streams():
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.flush()
+        except Exception:
+            pass
+
+
+def _cap_text(data, cap):
+    """Keep the head and the tail of data (bytes or str) within cap bytes."""
+    if isinstance(data, str):
+        b = data.encode("utf-8", "replace")
+    else:
+        b = data
+    if len(b) <= cap:
+        return b.decode("utf-8", "replace"), 0
+    half = max(cap // 2, 1)
+    head = b[:half]
+    tail = b[len(b) - half :]
+    return _join_capped(head, tail, len(b))
+
+
+def _join_capped(head, tail, size):
+    nl = head.rfind(b"\n")
+    if nl >= len(head) // 2:
+        head = head[: nl + 1]
+    nl = tail.find(b"\n")
+    if 0 <= nl < len(tail) // 2:
+        tail = tail[nl + 1 :]
+    dropped = size - len(head) - len(tail)
+    if not head.endswith(b"\n"):
+        head += b"\n"
+    text = (
+        head.decode("utf-8", "replace")
+        + "... [%d bytes dropped] ...\n" % dropped
+        + tail.decode("utf-8", "replace")
+    )
+    return text, dropped
+
+
+def _drain(fd, cap):
+    """Read what a capture file holds (head and tail within cap), then empty it."""
+    size = os.fstat(fd).st_size
+    if size <= cap:
+        data = os.pread(fd, size, 0) if size else b""
+        text, dropped = data.decode("utf-8", "replace"), 0
+    else:
+        half = max(cap // 2, 1)
+        head = os.pread(fd, half, 0)
+        tail = os.pread(fd, half, size - half)
+        text, dropped = _join_capped(head, tail, size)
+    os.ftruncate(fd, 0)
+    return text, dropped
+
+
+# ---------------------------------------------------------------- pretty
+# A layout printer that gives the same text as IPython's default plain-text
+# formatter (IPython.lib.pretty, max_width 79, at most 1000 items a container):
+# groups break outermost first when the current line would pass the width.
+
+
+class _Text:
+    __slots__ = ("parts", "width")
+
+    def __init__(self):
+        self.parts = []
+        self.width = 0
+
+    def emit(self, out, col):
+        out.extend(self.parts)
+        return col + self.width
+
+
+class _Breakable:
+    __slots__ = ("sep", "width", "indent", "group", "pp")
+
+    def __init__(self, sep, pp):
+        self.sep = sep
+        self.width = len(sep)
+        self.pp = pp
+        self.indent = pp.indent
+        self.group = pp.groups[-1]
+        self.group.breakables.append(self)
+
+    def emit(self, out, col):
+        self.group.breakables.popleft()
+        if self.group.want_break:
+            out.append("\n" + " " * self.indent)
+            return self.indent
+        if not self.group.breakables:
+            self.pp.queue_remove(self.group)
+        out.append(self.sep)
+        return col + self.width
+
+
+class _Group:
+    __slots__ = ("depth", "breakables", "want_break")
+
+    def __init__(self, depth):
+        self.depth = depth
+        self.breakables = collections.deque()
+        self.want_break = False
+
+
+class Pretty:
+    def __init__(self, width=MAX_WIDTH):
+        self.width = width
+        self.out = []
+        self.col = 0
+        self.buffer = collections.deque()
+        self.buffer_width = 0
+        self.indent = 0
+        root = _Group(0)
+        self.groups = [root]
+        self.queue = []  # lists of groups, indexed by depth
+        self.stack = []
+
+    # -- layout primitives
+
+    def queue_add(self, g):
+        while len(self.queue) <= g.depth:
+            self.queue.append([])
+        self.queue[g.depth].append(g)
+
+    def queue_remove(self, g):
+        try:
+            self.queue[g.depth].remove(g)
+        except (IndexError, ValueError):
+            pass
+
+    def queue_pop(self):
+        for level in self.queue:
+            for i in range(len(level) - 1, -1, -1):
+                g = level[i]
+                if g.breakables:
+                    del level[i]
+                    g.want_break = True
+                    return g
+            for g in level:
+                g.want_break = True
+            del level[:]
+        return None
+
+    def _break_outer(self):
+        while self.width < self.col + self.buffer_width:
+            g = self.queue_pop()
+            if g is None:
+                return
+            while g.breakables:
+                x = self.buffer.popleft()
+                self.col = x.emit(self.out, self.col)
+                self.buffer_width -= x.width
+            while self.buffer and isinstance(self.buffer[0], _Text):
+                x = self.buffer.popleft()
+                self.col = x.emit(self.out, self.col)
+                self.buffer_width -= x.width
+
+    def text(self, s):
+        w = len(s)
+        if self.buffer:
+            last = self.buffer[-1]
+            if not isinstance(last, _Text):
+                last = _Text()
+                self.buffer.append(last)
+            last.parts.append(s)
+            last.width += w
+            self.buffer_width += w
+            self._break_outer()
+        else:
+            self.out.append(s)
+            self.col += w
+
+    def breakable(self, sep=" "):
+        g = self.groups[-1]
+        if g.want_break:
+            self.flush()
+            self.out.append("\n" + " " * self.indent)
+            self.col = self.indent
+            self.buffer_width = 0
+        else:
+            self.buffer.append(_Breakable(sep, self))
+            self.buffer_width += len(sep)
+            self._break_outer()
+
+    def hard_break(self):
+        self.flush()
+        self.out.append("\n" + " " * self.indent)
+        self.col = self.indent
+        self.buffer_width = 0
+
+    def begin(self, indent=0, open=""):
+        if open:
+            self.text(open)
+        g = _Group(self.groups[-1].depth + 1)
+        self.groups.append(g)
+        self.queue_add(g)
+        self.indent += indent
+
+    def end(self, dedent=0, close=""):
+        self.indent -= dedent
+        g = self.groups.pop()
+        if not g.breakables:
+            self.queue_remove(g)
+        if close:
+            self.text(close)
+
+    def flush(self):
+        for x in self.buffer:
+            self.col = x.emit(self.out, self.col)
+        self.buffer.clear()
+        self.buffer_width = 0
+
+    def getvalue(self):
+        self.flush()
+        return "".join(self.out)
+
+    # -- objects
+
+    def items(self, seq):
+        for i, x in enumerate(seq):
+            if i >= MAX_SEQ:
+                self.text(",")
+                self.breakable()
+                self.text("...")
+                return
+            yield i, x
+
+    def pretty(self, obj):
+        oid = id(obj)
+        cycle = oid in self.stack
+        self.stack.append(oid)
+        self.begin()
+        try:
+            if obj is None or obj is True or obj is False or obj is NotImplemented or obj is Ellipsis:
+                self.text(repr(obj))
+                return
+            cls = getattr(obj, "__class__", None) or type(obj)
+            for c in _mro(cls):
+                printer = _PRINTERS.get(c)
+                if printer is None:
+                    printer = _deferred_printer(c)
+                if printer is not None:
+                    printer(obj, self, cycle)
+                    return
+                if "_repr_pretty_" in c.__dict__ and callable(c.__dict__["_repr_pretty_"]):
+                    break  # an IPython-only protocol; fall back to repr
+                if c is not object and callable(c.__dict__.get("__repr__")):
+                    _repr_lines(obj, self, cycle)
+                    return
+            _default_printer(obj, self, cycle)
+        finally:
+            self.end()
+            self.stack.pop()
+
+
+def _mro(cls):
+    try:
+        return cls.__mro__
+    except AttributeError:
+        return (cls, object)
+
+
+def _repr_lines(obj, p, cycle):
+    lines = repr(obj).splitlines()
+    p.begin()
+    for i, line in enumerate(lines):
+        if i:
+            p.hard_break()
+        p.text(line)
+    p.end()
+
+
+def _default_printer(obj, p, cycle):
+    cls = type(obj)
+    if getattr(cls, "__repr__", None) is not object.__repr__:
+        _repr_lines(obj, p, cycle)
+        return
+    p.begin(1, "<")
+    p.pretty(cls)
+    p.text(" at 0x%x" % id(obj))
+    if cycle:
+        p.text(" ...")
+    p.end(1, ">")
+
+
+def _seq_printer(start, end):
+    def printer(obj, p, cycle):
+        if cycle:
+            p.text(start + "..." + end)
+            return
+        step = len(start)
+        p.begin(step, start)
+        for i, x in p.items(obj):
+            if i:
+                p.text(",")
+                p.breakable()
+            p.pretty(x)
+        if len(obj) == 1 and isinstance(obj, tuple):
+            p.text(",")
+        p.end(step, end)
+
+    return printer
+
+
+def _set_printer(start, end):
+    def printer(obj, p, cycle):
+        if cycle:
+            p.text(start + "..." + end)
+            return
+        if not obj:
+            p.text(type(obj).__name__ + "()")
+            return
+        step = len(start)
+        p.begin(step, start)
+        items = obj
+        if not (type(obj) is set or type(obj) is frozenset) or len(obj) <= MAX_SEQ:
+            try:
+                items = sorted(obj)
+            except Exception:
+                pass
+        for i, x in p.items(items):
+            if i:
+                p.text(",")
+                p.breakable()
+            p.pretty(x)
+        p.end(step, end)
+
+    return printer
+
+
+def _dict_printer(obj, p, cycle):
+    if cycle:
+        p.text("{...}")
+        return
+    p.begin(1, "{")
+    for i, k in p.items(obj.keys()):
+        if i:
+            p.text(",")
+            p.breakable()
+        p.pretty(k)
+        p.text(": ")
+        p.pretty(obj[k])
+    p.end(1, "}")
+
+
+def _qualified(obj):
+    mod = getattr(obj, "__module__", None)
+    try:
+        name = obj.__qualname__
+        if not isinstance(name, str):
+            raise TypeError
+    except Exception:
+        name = getattr(obj, "__name__", "<unknown type>")
+    if mod in (None, "__builtin__", "builtins", "exceptions"):
+        return name
+    return mod + "." + name
+
+
+def _type_printer(obj, p, cycle):
+    if [m for m in _mro(type(obj)) if "__repr__" in vars(m)][:1] != [type]:
+        _repr_lines(obj, p, cycle)
+        return
+    p.text(_qualified(obj))
+
+
+def _function_printer(obj, p, cycle):
+    name = getattr(obj, "__qualname__", None) or obj.__name__
+    mod = obj.__module__
+    if mod and mod not in ("__builtin__", "builtins", "exceptions"):
+        name = mod + "." + name
+    try:
+        import inspect
+
+        name += str(inspect.signature(obj))
+    except (ValueError, TypeError):
+        pass
+    p.text("<function %s>" % name)
+
+
+def _exception_printer(obj, p, cycle):
+    name = type(obj).__name__
+    mod = type(obj).__module__
+    if mod not in ("__builtin__", "builtins", "exceptions"):
+        name = mod + "." + name
+    step = len(name) + 1
+    p.begin(step, name + "(")
+    for i, arg in enumerate(getattr(obj, "args", ())):
+        if i:
+            p.text(",")
+            p.breakable()
+        p.pretty(arg)
+    p.end(step, ")")
+
+
+def _repr_printer(obj, p, cycle):
+    _repr_lines(obj, p, cycle)
+
+
+_PRINTERS = {
+    int: _repr_printer,
+    float: _repr_printer,
+    str: _repr_printer,
+    bytes: _repr_printer,
+    complex: _repr_printer,
+    range: _repr_printer,
+    slice: _repr_printer,
+    datetime.datetime: _repr_printer,
+    datetime.timedelta: _repr_printer,
+    tuple: _seq_printer("(", ")"),
+    list: _seq_printer("[", "]"),
+    dict: _dict_printer,
+    set: _set_printer("{", "}"),
+    frozenset: _set_printer("frozenset({", "})"),
+    type: _type_printer,
+    types.FunctionType: _function_printer,
+    types.BuiltinFunctionType: _function_printer,
+    BaseException: _exception_printer,
+}
+
+
+def _ordered_dict_printer(obj, p, cycle):
+    name = type(obj).__name__
+    p.begin(len(name) + 1, name + "(")
+    if cycle:
+        p.text("...")
+    elif len(obj):
+        p.pretty(list(obj.items()))
+    p.end(len(name) + 1, ")")
+
+
+def _default_dict_printer(obj, p, cycle):
+    name = type(obj).__name__
+    p.begin(len(name) + 1, name + "(")
+    if cycle:
+        p.text("...")
+    else:
+        p.pretty(obj.default_factory)
+        p.text(",")
+        p.breakable()
+        p.pretty(dict(obj))
+    p.end(len(name) + 1, ")")
+
+
+def _deque_printer(obj, p, cycle):
+    name = type(obj).__name__
+    p.begin(len(name) + 1, name + "(")
+    if cycle:
+        p.text("...")
+    else:
+        p.pretty(list(obj))
+    p.end(len(name) + 1, ")")
+
+
+def _counter_printer(obj, p, cycle):
+    name = type(obj).__name__
+    p.begin(len(name) + 1, name + "(")
+    if cycle:
+        p.text("...")
+    elif len(obj):
+        p.pretty(dict(obj.most_common()))
+    p.end(len(name) + 1, ")")
+
+
+_DEFERRED = {
+    ("collections", "OrderedDict"): _ordered_dict_printer,
+    ("collections", "defaultdict"): _default_dict_printer,
+    ("collections", "deque"): _deque_printer,
+    ("collections", "Counter"): _counter_printer,
+}
+
+
+def _deferred_printer(cls):
+    return _DEFERRED.get((getattr(cls, "__module__", None), getattr(cls, "__name__", None)))
+
+
+def pretty(obj):
+    p = Pretty()
+    p.pretty(obj)
+    return p.getvalue()
+
+
+# ---------------------------------------------------------------- ANSWER
+
+
+def _plain(o, depth=0):
+    """A JSON-able copy of o: containers, numpy/pandas values, dates; repr last."""
+    if depth > 50:
+        return repr(o)
+    if o is None or isinstance(o, (bool, str)):
+        return o
+    if isinstance(o, int):
+        return int(o)
+    if isinstance(o, float):
+        return float(o) if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {_key(k): _plain(v, depth + 1) for k, v in o.items()}
+    if isinstance(o, (list, tuple, collections.deque)):
+        return [_plain(v, depth + 1) for v in o]
+    if isinstance(o, (set, frozenset)):
+        items = list(o)
+        try:
+            items.sort()
+        except Exception:
+            pass
+        return [_plain(v, depth + 1) for v in items]
+    if isinstance(o, (datetime.datetime, datetime.date, datetime.time)):
+        return o.isoformat()
+    if isinstance(o, datetime.timedelta):
+        return o.total_seconds()
+    if isinstance(o, decimal.Decimal):
+        return _plain(float(o))
+    if isinstance(o, (bytes, bytearray)):
+        return bytes(o).decode("utf-8", "replace")
+    mod = type(o).__module__ or ""
+    if mod.startswith("pandas"):
+        name = type(o).__name__
+        try:
+            if name == "DataFrame":
+                return _plain(o.to_dict(orient="records"), depth + 1)
+            if name == "Series":
+                return _plain(o.to_dict(), depth + 1)
+            if name.endswith("Index") or name.endswith("Array"):
+                return _plain(list(o), depth + 1)
+            if name == "Timestamp":
+                return o.isoformat()
+            if name in ("NaTType", "NAType"):
+                return None
+        except Exception:
+            pass
+    if mod.startswith("numpy"):
+        try:
+            if hasattr(o, "tolist"):
+                return _plain(o.tolist(), depth + 1)
+        except Exception:
+            pass
+    if hasattr(o, "item") and callable(o.item):
+        try:
+            return _plain(o.item(), depth + 1)
+        except Exception:
+            pass
+    return repr(o)
+
+
+def _key(k):
+    k = _plain(k, 49)
+    if k is None or isinstance(k, (str, int, float, bool)):
+        return k
+    return str(k)
+
+
+STATE = {"answer": None}
+
+
+def ANSWER(value):
+    """Record value as this session's answer and end the cell."""
+    try:
+        STATE["answer"] = json.loads(json.dumps(_plain(value), allow_nan=False, ensure_ascii=False))
+    except Exception:
+        STATE["answer"] = repr(value)
+    raise _Answer()
+
+
+def _exit(*args):
+    """exit() / quit(): end the kernel process."""
+    _flush_streams()
+    os._exit(0)
+
+
+class _Exiter:
+    def __repr__(self):
+        return "Use exit() or quit() to end this kernel."
+
+    __call__ = staticmethod(_exit)
+
+
+# ---------------------------------------------------------------- errors
+
+
+_IPY_CELL = re.compile(r"^<ipython-input-(\d+)-[0-9a-f]+>$")
+
+
+def _cell_name(filename):
+    n = CELL_FILES.get(filename)
+    if n is None:
+        m = _IPY_CELL.match(filename or "")
+        if m:
+            n = int(m.group(1))
+    return n
+
+
+CELL_FILES = {}  # compiled filename -> execution count
+
+
+def compact_traceback(etype, value, tb):
+    """The failing line(s) of the session's cells and the exception line."""
+    lines = []
+    if isinstance(value, SyntaxError) and _cell_name(value.filename or "") is not None:
+        lines.append("Cell In[%d], line %s" % (_cell_name(value.filename), value.lineno))
+        if value.text:
+            text = value.text.rstrip("\n")
+            stripped = text.lstrip()
+            lines.append("    " + stripped)
+            if value.offset:
+                caret = max(value.offset - (len(text) - len(stripped)), 1)
+                lines.append("    " + " " * (caret - 1) + "^")
+    else:
+        frames = []
+        for fs in traceback.extract_tb(tb):
+            n = _cell_name(fs.filename)
+            if n is not None:
+                frames.append((n, fs))
+        for n, fs in frames[-3:]:
+            lines.append("Cell In[%d], line %s" % (n, fs.lineno))
+            src = fs.line or linecache.getline(fs.filename, fs.lineno).strip()
+            if src:
+                lines.append("    " + src)
+    msg = "".join(traceback.format_exception_only(etype, value)).strip().splitlines()
+    if isinstance(value, SyntaxError) and msg:
+        msg = msg[-1:]
+    lines.extend(msg)
+    return "\n".join(lines)
+
+
+def error_info(etype, value, tb):
+    name = etype.__name__
+    try:
+        text = str(value)
+    except Exception:
+        text = "<unprintable %s>" % name
+    if isinstance(value, SyntaxError):
+        text = value.msg or text
+    return {"name": name, "value": text, "traceback": compact_traceback(etype, value, tb)}
+
+
+# ---------------------------------------------------------------- shells
+
+
+def _quiet(code):
+    """True when the cell's last token is ';' (IPython hides the value)."""
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except Exception:
+        return False
+    skip = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.DEDENT, tokenize.INDENT)
+    for tok in reversed(toks):
+        if tok.type in skip:
+            continue
+        return tok.type == tokenize.OP and tok.string == ";"
+    return False
+
+
+class StdlibShell:
+    """Runs cells with ast/exec; displays the final expression like IPython."""
+
+    flavour = "stdlib"
+
+    def __init__(self):
+        self.count = 1
+        # a fresh __main__: the driver's own globals stay out of the user's way
+        mod = types.ModuleType("__main__")
+        sys.modules["__main__"] = mod
+        self.ns = self.user_ns = mod.__dict__
+        self.ns.update({"__builtins__": builtins, "In": [""], "Out": {}})
+        self.ns.update({"_": "", "__": "", "___": "", "_i": "", "_ii": "", "_iii": ""})
+
+    def _display(self, value):
+        ns, n = self.ns, self.count
+        if value is None:
+            return ""
+        if value is not ns.get("Out"):  # IPython shows Out but never stores it
+            ns["___"], ns["__"], ns["_"] = ns.get("__"), ns.get("_"), value
+            ns["Out"][n] = value
+            ns["_%d" % n] = value
+        return pretty(value)
+
+    def run(self, code):
+        """Returns (count, value_text, exc_info or None)."""
+        n = self.count
+        self.count += 1
+        ns = self.ns
+        ns["In"].append(code)
+        ns["_iii"], ns["_ii"], ns["_i"] = ns.get("_ii"), ns.get("_i"), code
+        ns["_i%d" % n] = code
+        filename = "<cell-%d>" % n
+        CELL_FILES[filename] = n
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        try:
+            tree = ast.parse(code, filename, "exec")
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = ast.Expression(tree.body.pop().value)
+            body = compile(tree, filename, "exec")
+            tail = compile(last, filename, "eval") if last is not None else None
+        except (SyntaxError, ValueError, OverflowError):
+            return n, "", sys.exc_info()
+        try:
+            exec(body, ns)
+            text = ""
+            if tail is not None:
+                value = eval(tail, ns)
+                if not _quiet(code):
+                    text = self._display(value)
+            return n, text, None
+        except BaseException:
+            etype, evalue, tb = sys.exc_info()
+            return n, "", (etype, evalue, tb.tb_next if tb is not None else tb)
+
+
+def _ipython_shell():
+    from IPython.core.displayhook import DisplayHook
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    class Hook(DisplayHook):
+        text = ""
+
+        def write_output_prompt(self):
+            pass
+
+        def write_format_data(self, format_dict, md_dict=None):
+            Hook.text = format_dict.get("text/plain", "")
+
+        def finish_displayhook(self):
+            pass
+
+        def log_output(self, format_dict):
+            pass
+
+    cfg = Config()
+    cfg.HistoryManager.enabled = False
+    cfg.HistoryManager.hist_file = ":memory:"
+    cfg.InteractiveShell.colors = "NoColor"
+    cfg.InteractiveShell.xmode = "Plain"
+    cfg.InteractiveShell.autocall = 0
+    cfg.InteractiveShell.separate_in = ""
+    ip = InteractiveShell.instance(config=cfg, displayhook_class=Hook)
+    errors = []
+
+    def showtraceback(exc_tuple=None, filename=None, tb_offset=None, exception_only=False, running_compiled_code=False):
+        etype, value, tb = exc_tuple or sys.exc_info()
+        errors.append((etype, value, tb))
+
+    def showsyntaxerror(filename=None, running_compiled_code=False):
+        errors.append(sys.exc_info())
+
+    ip.showtraceback = showtraceback
+    ip.showsyntaxerror = showsyntaxerror
+    ip.showindentationerror = showsyntaxerror
+
+    class Shell:
+        flavour = "ipython"
+        user_ns = ip.user_ns
+
+        def run(self, code):
+            n = ip.execution_count
+            Hook.text = ""
+            del errors[:]
+            res = ip.run_cell(code, store_history=True)
+            if ip.exit_now:
+                _exit()
+            exc = None
+            if errors:
+                exc = errors[0]
+            elif res.error_before_exec is not None:
+                e = res.error_before_exec
+                exc = (type(e), e, e.__traceback__)
+            elif res.error_in_exec is not None:
+                e = res.error_in_exec
+                exc = (type(e), e, e.__traceback__)
+            return n, Hook.text if exc is None else "", exc
+
+    return Shell(), "ipython " + __import__("IPython").__version__
+
+
+def make_shell():
+    if os.environ.get("CTXCODE_NO_IPYTHON") != "1":
+        try:
+            return _ipython_shell()
+        except ImportError:
+            pass
+    return StdlibShell(), "stdlib"
+
+
+# ---------------------------------------------------------------- main loop
+
+
+_timeout = [0.0]
+
+
+def _on_alarm(signum, frame):
+    raise CellTimeout("cell exceeded its timeout of %gs; the namespace is kept" % _timeout[0])
+
+
+def run_exec(shell, req):
+    timeout = _timeout[0] = max(int(req.get("timeout_ms") or 30000), 1) / 1000.0
+    cap = max(int(req.get("max_output_bytes") or 1 << 20), 64)
+    code = req.get("code") or ""
+    STATE["answer"] = None
+    _point_fds()
+    started = time.monotonic()
+    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        try:
+            n, value, exc = shell.run(code)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except CellTimeout:
+        # the alarm fired outside the cell's own frames
+        n, value, exc = getattr(shell, "count", 1) - 1, "", sys.exc_info()
+    elapsed = int((time.monotonic() - started) * 1000)
+    _flush_streams()
+    out, d1 = _drain(OUT_FD, cap)
+    err, d2 = _drain(ERR_FD, cap)
+    value, d3 = _cap_text(value, cap)
+    status, error = "ok", None
+    if exc is not None and not issubclass(exc[0], _Answer):
+        status = "timeout" if issubclass(exc[0], CellTimeout) else "error"
+        error = error_info(*exc)
+    return {
+        "id": req.get("id", 0),
+        "count": n,
+        "status": status,
+        "stdout": out,
+        "stderr": err,
+        "value": value,
+        "error": error,
+        "answer": STATE["answer"],
+        "elapsed_ms": elapsed,
+        "dropped_bytes": d1 + d2 + d3,
+    }
+
+
+def send(obj):
+    PROTO_OUT.write(json.dumps(obj, ensure_ascii=False).encode("utf-8", "replace") + b"\n")
+
+
+def main():
+    _point_fds()
+    shell, flavour = make_shell()
+    ns = shell.user_ns
+    ns["ANSWER"] = ANSWER
+    ns["exit"] = ns["quit"] = _Exiter()
+    builtins.exit = builtins.quit = _Exiter()
+    import warnings
+
+    warnings.filterwarnings("ignore", message="To exit: use")
+    version = "python %d.%d.%d %s" % (sys.version_info[:3] + (flavour,))
+    _drain(OUT_FD, 1 << 16)
+    _drain(ERR_FD, 1 << 16)
+    while True:
+        line = PROTO_IN.readline()
+        if not line:
+            break
+        try:
+            req = json.loads(line)
+            if not isinstance(req, dict):
+                raise ValueError("request is not a JSON object")
+        except ValueError as e:
+            send({"id": 0, "status": "error", "error": {"name": "ProtocolError", "value": "bad request: %s" % e, "traceback": ""}})
+            continue
+        op = req.get("op")
+        if op == "exec":
+            send(run_exec(shell, req))
+        elif op == "ping":
+            send({"id": req.get("id", 0), "status": "ok", "value": version})
+        else:
+            send({"id": req.get("id", 0), "status": "error", "error": {"name": "ProtocolError", "value": "unknown op %r" % op, "traceback": ""}})
+
+
+main()

@@ -1,0 +1,21 @@
+package kernel
+
+// Protocol ops.
+const (
+	OpExec  = "exec"
+	OpPing  = "ping"
+	OpShell = "shell"
+)
+
+// Request is one line sent to a kernel.
+type Request struct {
+	ID             int64  `json:"id"`
+	Op             string `json:"op"`
+	Code           string `json:"code,omitempty"`
+	TimeoutMS      int64  `json:"timeout_ms,omitempty"`
+	MaxOutputBytes int    `json:"max_output_bytes,omitempty"`
+}
+
+// A response line is a [Result]. A kernel answers "ping" with a Result whose
+// Status is "ok" and whose Value names the kernel (for example
+// "python 3.11.7 ipython 8.12.3"), so the client knows the kernel is ready.
