@@ -2,7 +2,6 @@ module github.com/ctxcode/ctxcode
 
 go 1.26
 
-require (
-	github.com/stretchr/testify v1.12.1 // indirect
-	github.com/traefik/yaegi v0.16.1 // indirect
-)
+require github.com/stretchr/testify v1.12.1
+
+require go.yaml.in/yaml/v3 v3.0.5 // indirect

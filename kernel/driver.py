@@ -791,8 +791,8 @@ class StdlibShell:
         self.ns.update({"__builtins__": builtins, "In": [""], "Out": {}})
         self.ns.update({"_": "", "__": "", "___": "", "_i": "", "_ii": "", "_iii": ""})
 
-    def _display(self, value):
-        ns, n = self.ns, self.count
+    def _display(self, value, n):
+        ns = self.ns
         if value is None:
             return ""
         if value is not ns.get("Out"):  # IPython shows Out but never stores it
@@ -827,7 +827,7 @@ class StdlibShell:
             if tail is not None:
                 value = eval(tail, ns)
                 if not _quiet(code):
-                    text = self._display(value)
+                    text = self._display(value, n)
             return n, text, None
         except BaseException:
             etype, evalue, tb = sys.exc_info()

@@ -1,0 +1,390 @@
+package kernel
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Transport starts kernel processes; the client speaks the protocol to them.
+type Transport interface {
+	// Start launches one kernel process. The process outlives ctx: it ends
+	// with Conn.Close or Conn.Kill.
+	Start(ctx context.Context) (Conn, error)
+}
+
+// Conn is one running kernel process: its protocol input (Write), its
+// protocol output (Read), and its life.
+type Conn interface {
+	io.ReadWriter
+	// Done is closed once the process has exited and Exit is final.
+	Done() <-chan struct{}
+	// Exit says how the process ended. Valid after Done is closed.
+	Exit() Exit
+	// Kill ends the process (and everything it started) at once.
+	Kill() error
+	// Close ends the process gently: closes its input, waits a little,
+	// then kills it. Safe to call more than once.
+	Close() error
+}
+
+// Exit says how a kernel process ended.
+type Exit struct {
+	Code       int    // exit status; -1 when killed by a signal
+	Signal     string // the signal that killed it, if any
+	OOMKilled  bool   // the kernel ran out of memory (containers report this)
+	MemLimit   int64  // the memory limit in bytes, when known
+	StderrTail string // the last bytes the process wrote to its stderr
+}
+
+func (e Exit) String() string {
+	var b strings.Builder
+	switch {
+	case e.OOMKilled && e.MemLimit > 0:
+		fmt.Fprintf(&b, "killed: out of memory (limit %s)", formatBytes(e.MemLimit))
+	case e.OOMKilled:
+		b.WriteString("killed: out of memory")
+	case e.Signal != "":
+		fmt.Fprintf(&b, "killed by signal %s", e.Signal)
+	default:
+		fmt.Fprintf(&b, "exited with status %d", e.Code)
+	}
+	if tail := strings.TrimSpace(e.StderrTail); tail != "" {
+		fmt.Fprintf(&b, "; its stderr ended with:\n%s", tail)
+	}
+	return b.String()
+}
+
+func formatBytes(n int64) string {
+	const gib, mib = 1 << 30, 1 << 20
+	switch {
+	case n%gib == 0:
+		return fmt.Sprintf("%d GiB", n/gib)
+	case n%mib == 0:
+		return fmt.Sprintf("%d MiB", n/mib)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// DeadError reports a kernel process that ended on its own (exit(),
+// os._exit, a crash, the OOM killer) or could not be read any more.
+type DeadError struct {
+	Lang Language
+	Exit Exit
+}
+
+func (e *DeadError) Error() string {
+	return fmt.Sprintf("%s kernel died: %s", e.Lang, e.Exit)
+}
+
+// DeadlineError reports a cell that did not answer by its hard deadline
+// (timeout + grace); the client killed the kernel.
+type DeadlineError struct {
+	Lang    Language
+	Timeout time.Duration
+	Grace   time.Duration
+}
+
+func (e *DeadlineError) Error() string {
+	return fmt.Sprintf("%s kernel did not answer within %s (timeout %s + grace %s): the cell ignored the interrupt "+
+		"or is stuck in native code, so the kernel was killed and its variables are lost; restart the kernel to go on",
+		e.Lang, e.Timeout+e.Grace, e.Timeout, e.Grace)
+}
+
+// ErrClosed is returned by calls on a closed client.
+var ErrClosed = errors.New("kernel is closed")
+
+// ClientOptions tune a Client. The zero value means the defaults.
+type ClientOptions struct {
+	// Grace is added to a cell's soft timeout to form its hard deadline.
+	// Zero means 2s.
+	Grace time.Duration
+	// StartTimeout bounds start-up until the kernel answers a ping. Zero
+	// means 60s.
+	StartTimeout time.Duration
+	// MaxLineBytes bounds one response line. Zero means 64 MiB.
+	MaxLineBytes int
+}
+
+func (o ClientOptions) withDefaults() ClientOptions {
+	if o.Grace <= 0 {
+		o.Grace = 2 * time.Second
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = 64 << 20
+	}
+	return o
+}
+
+// Client drives one kernel process over a Transport with the JSON-lines
+// protocol. It is safe for concurrent use; cells run one at a time.
+type Client struct {
+	lang      Language
+	transport Transport
+	opts      ClientOptions
+
+	mu     sync.Mutex
+	proc   *proc
+	dead   error // why the current process is unusable, or nil
+	closed bool
+	nextID int64
+	info   string
+}
+
+var _ Kernel = (*Client)(nil)
+
+// proc is one started process and the goroutine reading its responses.
+type proc struct {
+	conn    Conn
+	results chan lineResult // closed when the output ends
+	stop    chan struct{}   // closed to release the reader
+}
+
+type lineResult struct {
+	res Result
+	err error
+}
+
+// Start launches a kernel over t and waits until it answers a ping.
+func Start(ctx context.Context, lang Language, t Transport, opts ClientOptions) (*Client, error) {
+	c := &Client{lang: lang, transport: t, opts: opts.withDefaults()}
+	if err := c.start(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Language reports the language of the kernel's cells.
+func (c *Client) Language() Language { return c.lang }
+
+// Info is what the kernel said of itself at start-up, e.g.
+// "python 3.11.7 ipython 8.12.3".
+func (c *Client) Info() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.info
+}
+
+func (c *Client) start(ctx context.Context) (err error) {
+	conn, err := c.transport.Start(ctx)
+	if err != nil {
+		return fmt.Errorf("start %s kernel: %w", c.lang, err)
+	}
+	p := &proc{conn: conn, results: make(chan lineResult), stop: make(chan struct{})}
+	go p.read(c.opts.MaxLineBytes)
+	c.proc, c.dead = p, nil
+	defer func() {
+		if err != nil {
+			c.shutdown(false)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	res, err := c.roundTrip(ctx, Request{Op: OpPing}, 0)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("start %s kernel: no answer within %s: %w", c.lang, c.opts.StartTimeout, err)
+		}
+		return fmt.Errorf("start %s kernel: %w", c.lang, err)
+	}
+	c.info = res.Value
+	return nil
+}
+
+// read decodes response lines until the output ends.
+func (p *proc) read(maxLine int) {
+	defer close(p.results)
+	r := bufio.NewReaderSize(p.conn, 64<<10)
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) <= maxLine {
+			line = append(line, chunk...)
+		} else if line != nil || len(chunk) > 0 {
+			line = line[:0]
+			err = fmt.Errorf("protocol line longer than %d bytes", maxLine)
+			if !p.send(lineResult{err: err}) {
+				return
+			}
+			if e := discardLine(r); e != nil {
+				return
+			}
+			continue
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			return // EOF or a read error: the process is gone
+		}
+		var lr lineResult
+		if e := json.Unmarshal(bytes.TrimSpace(line), &lr.res); e != nil {
+			lr.err = fmt.Errorf("bad protocol line %.200q: %w", line, e)
+		}
+		line = line[:0]
+		if !p.send(lr) {
+			return
+		}
+	}
+}
+
+func discardLine(r *bufio.Reader) error {
+	for {
+		_, err := r.ReadSlice('\n')
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+}
+
+func (p *proc) send(lr lineResult) bool {
+	select {
+	case p.results <- lr:
+		return true
+	case <-p.stop:
+		return false
+	}
+}
+
+// Execute runs one cell. See [Kernel.Execute].
+func (c *Client) Execute(ctx context.Context, code string, opts ExecOptions) (Result, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return Result{}, ErrClosed
+	}
+	if c.dead != nil {
+		return Result{}, fmt.Errorf("%s kernel is not running (restart it): %w", c.lang, c.dead)
+	}
+	opts = opts.withDefaults()
+	req := Request{Op: OpExec, Code: code, TimeoutMS: opts.Timeout.Milliseconds(), MaxOutputBytes: opts.MaxOutputBytes}
+	hard := opts.Timeout + c.opts.Grace
+	res, err := c.roundTrip(ctx, req, hard)
+	var dl *DeadlineError
+	if errors.As(err, &dl) {
+		dl.Timeout, dl.Grace = opts.Timeout, c.opts.Grace
+	}
+	return res, err
+}
+
+// roundTrip sends req and waits for its response, the process's end, the
+// hard deadline (if non-zero) or ctx. Any failure leaves c.dead set.
+func (c *Client) roundTrip(ctx context.Context, req Request, hard time.Duration) (Result, error) {
+	p := c.proc
+	c.nextID++
+	req.ID = c.nextID
+	line, err := json.Marshal(req)
+	if err != nil {
+		return Result{}, fmt.Errorf("encode request: %w", err)
+	}
+	if _, err := p.conn.Write(append(line, '\n')); err != nil {
+		return Result{}, c.fail(c.deadError(p))
+	}
+	var deadline <-chan time.Time
+	if hard > 0 {
+		t := time.NewTimer(hard)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		select {
+		case lr, ok := <-p.results:
+			if !ok {
+				return Result{}, c.fail(c.deadError(p))
+			}
+			if lr.err != nil {
+				c.shutdown(true)
+				return Result{}, c.fail(fmt.Errorf("%s kernel broke the protocol: %w", c.lang, lr.err))
+			}
+			if lr.res.ID != req.ID {
+				continue // a late answer to an earlier request
+			}
+			return lr.res, nil
+		case <-p.conn.Done():
+			// Let the reader hand over what the process wrote before it ended.
+			select {
+			case lr, ok := <-p.results:
+				if ok && lr.err == nil && lr.res.ID == req.ID {
+					return lr.res, nil
+				}
+			case <-time.After(200 * time.Millisecond):
+			}
+			return Result{}, c.fail(c.deadError(p))
+		case <-deadline:
+			c.shutdown(true)
+			return Result{}, c.fail(&DeadlineError{Lang: c.lang})
+		case <-ctx.Done():
+			c.shutdown(true)
+			return Result{}, c.fail(fmt.Errorf("%s kernel killed: %w", c.lang, ctx.Err()))
+		}
+	}
+}
+
+func (c *Client) fail(err error) error {
+	c.dead = err
+	return err
+}
+
+// deadError waits (briefly) for the process to be reaped and describes it.
+func (c *Client) deadError(p *proc) error {
+	select {
+	case <-p.conn.Done():
+	case <-time.After(5 * time.Second):
+		_ = p.conn.Kill()
+		<-p.conn.Done()
+	}
+	return &DeadError{Lang: c.lang, Exit: p.conn.Exit()}
+}
+
+// shutdown ends the current process: at once (kill) or gently.
+func (c *Client) shutdown(kill bool) error {
+	p := c.proc
+	if p == nil {
+		return nil
+	}
+	c.proc = nil
+	if c.dead == nil {
+		c.dead = ErrClosed
+	}
+	var err error
+	if kill {
+		err = p.conn.Kill()
+		_ = p.conn.Close()
+	} else {
+		err = p.conn.Close()
+	}
+	close(p.stop)
+	return err
+}
+
+// Restart replaces the kernel process with a fresh one.
+func (c *Client) Restart(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	_ = c.shutdown(true)
+	return c.start(ctx)
+}
+
+// Close ends the kernel process. It is safe to call more than once.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	return c.shutdown(false)
+}

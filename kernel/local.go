@@ -1,0 +1,300 @@
+package kernel
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+//go:embed driver.py
+var driverSource string
+
+// DriverSource is the Python kernel driver. Run it as
+// python3 -u -c DriverSource; it needs nothing but the standard library.
+func DriverSource() string { return driverSource }
+
+// PythonArgv is the command line that starts the Python driver with the
+// given interpreter.
+func PythonArgv(python string) []string {
+	return []string{python, "-u", "-c", driverSource}
+}
+
+// LocalConfig describes a kernel process on this host.
+type LocalConfig struct {
+	// Argv is the command and its arguments. Required.
+	Argv []string
+	// DataDir, when set, is shown to the kernel as data/ in its working
+	// directory (a symbolic link).
+	DataDir string
+	// Dir is the working directory. Empty means a private temporary folder,
+	// removed when the process ends.
+	Dir string
+	// Env is added to the minimal environment the process gets (PATH, HOME,
+	// LANG, TERM). Nothing else of the parent's environment is passed on, so
+	// API keys and tokens never reach the kernel.
+	Env []string
+	// StderrTail is how many bytes of the process's stderr to keep for
+	// error reports. Zero means 8 KiB.
+	StderrTail int
+	// CloseGrace is how long Close waits for the process to end after its
+	// input closes, before killing it. Zero means 2s.
+	CloseGrace time.Duration
+}
+
+// Local starts kernels as host subprocesses in their own process group.
+type Local struct {
+	cfg LocalConfig
+}
+
+var _ Transport = (*Local)(nil)
+
+// NewLocal checks cfg and returns a transport for it.
+func NewLocal(cfg LocalConfig) (*Local, error) {
+	if len(cfg.Argv) == 0 {
+		return nil, errors.New("local kernel: no command given")
+	}
+	if cfg.StderrTail <= 0 {
+		cfg.StderrTail = 8 << 10
+	}
+	if cfg.CloseGrace <= 0 {
+		cfg.CloseGrace = 2 * time.Second
+	}
+	if cfg.DataDir != "" {
+		abs, err := filepath.Abs(cfg.DataDir)
+		if err != nil {
+			return nil, fmt.Errorf("data folder %q: %w", cfg.DataDir, err)
+		}
+		st, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("data folder: %w", err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("data folder %q is not a directory", cfg.DataDir)
+		}
+		cfg.DataDir = abs
+	}
+	return &Local{cfg: cfg}, nil
+}
+
+// FindPython resolves the Python interpreter to run: name if given (a path
+// or a command on PATH), else python3. The error says what to install.
+func FindPython(name string) (string, error) {
+	if name == "" {
+		name = "python3"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("python interpreter %q not found on PATH: install Python 3 "+
+			"(for example: apt-get install python3 python3-ipython python3-pandas), "+
+			"or name one with --python, or use --sandbox docker: %w", name, err)
+	}
+	return path, nil
+}
+
+// NewLocalPython is a transport for the Python driver run by python (see
+// FindPython). With noIPython the driver uses its standard-library path
+// even when IPython is importable.
+func NewLocalPython(python string, noIPython bool, cfg LocalConfig) (*Local, error) {
+	cfg.Argv = PythonArgv(python)
+	if noIPython {
+		cfg.Env = append(cfg.Env, "CTXCODE_NO_IPYTHON=1")
+	}
+	return NewLocal(cfg)
+}
+
+// Start launches the process. See [Transport].
+func (l *Local) Start(ctx context.Context) (_ Conn, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir, owned := l.cfg.Dir, false
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "ctxcode-kernel-"); err != nil {
+			return nil, fmt.Errorf("make kernel folder: %w", err)
+		}
+		owned = true
+	}
+	cleanup := func() {
+		if owned {
+			_ = os.RemoveAll(dir)
+		}
+	}
+	if l.cfg.DataDir != "" {
+		if err := os.Symlink(l.cfg.DataDir, filepath.Join(dir, "data")); err != nil && !errors.Is(err, os.ErrExist) {
+			cleanup()
+			return nil, fmt.Errorf("link data folder: %w", err)
+		}
+	}
+
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		cleanup()
+		closeAll(inR, inW)
+		return nil, err
+	}
+
+	// The process outlives ctx; its own context ends it on Kill.
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	cmd := exec.CommandContext(pctx, l.cfg.Argv[0], l.cfg.Argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = l.env(dir)
+	cmd.Stdin, cmd.Stdout = inR, outW
+	tail := &tailBuffer{max: l.cfg.StderrTail}
+	cmd.Stderr = tail
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return killGroup(cmd) }
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		cancel()
+		cleanup()
+		closeAll(inR, inW, outR, outW)
+		return nil, fmt.Errorf("start %s: %w", filepath.Base(l.cfg.Argv[0]), err)
+	}
+	closeAll(inR, outW) // the child holds its own copies
+
+	c := &localConn{cmd: cmd, in: inW, out: outR, tail: tail, cancel: cancel,
+		done: make(chan struct{}), grace: l.cfg.CloseGrace}
+	go func() { // the one goroutine that owns Wait
+		werr := cmd.Wait()
+		c.exit = exitOf(cmd, werr, tail)
+		_ = killGroup(cmd) // children left in the group go too
+		cancel()
+		cleanup()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+func (l *Local) env(dir string) []string {
+	env := []string{
+		"PATH=" + envOr("PATH", "/usr/local/bin:/usr/bin:/bin"),
+		"HOME=" + dir,
+		"LANG=C.UTF-8",
+		"TERM=dumb",
+		"IPYTHONDIR=" + filepath.Join(dir, ".ipython"),
+		"MPLBACKEND=Agg",
+	}
+	return append(env, l.cfg.Env...)
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
+
+func killGroup(cmd *exec.Cmd) error {
+	if cmd.Process == nil {
+		return nil
+	}
+	err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+func exitOf(cmd *exec.Cmd, werr error, tail *tailBuffer) Exit {
+	e := Exit{Code: -1, StderrTail: tail.String()}
+	if st := cmd.ProcessState; st != nil {
+		e.Code = st.ExitCode()
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.Signal = ws.Signal().String()
+		}
+	} else if werr != nil {
+		e.StderrTail = strings.TrimSpace(e.StderrTail + "\n" + werr.Error())
+	}
+	return e
+}
+
+type localConn struct {
+	cmd    *exec.Cmd
+	in     *os.File
+	out    *os.File
+	tail   *tailBuffer
+	cancel context.CancelFunc
+	grace  time.Duration
+
+	done chan struct{}
+	exit Exit
+
+	closeOnce sync.Once
+}
+
+var _ Conn = (*localConn)(nil)
+
+func (c *localConn) Read(p []byte) (int, error)  { return c.out.Read(p) }
+func (c *localConn) Write(p []byte) (int, error) { return c.in.Write(p) }
+func (c *localConn) Done() <-chan struct{}       { return c.done }
+
+func (c *localConn) Exit() Exit {
+	<-c.done
+	return c.exit
+}
+
+func (c *localConn) Kill() error {
+	c.cancel() // cmd.Cancel kills the process group
+	return nil
+}
+
+func (c *localConn) Close() error {
+	c.closeOnce.Do(func() {
+		_ = c.in.Close()
+		select {
+		case <-c.done:
+		case <-time.After(c.grace):
+			_ = c.Kill()
+			<-c.done
+		}
+		_ = c.out.Close()
+	})
+	return nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	if len(p) >= t.max {
+		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
+		return n, nil
+	}
+	if over := len(t.buf) + len(p) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.ToValidUTF8(string(t.buf), "\uFFFD")
+}

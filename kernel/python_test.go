@@ -1,0 +1,467 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// strict reports whether missing prerequisites fail tests instead of
+// skipping them (in CI).
+func strict() bool {
+	return os.Getenv("CI") != "" || os.Getenv("CTXCODE_REQUIRE_DOCKER") == "1"
+}
+
+func skipOrFail(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if strict() {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// flavour is a way to run the Python driver: with IPython or the stdlib path.
+type flavour struct {
+	name      string
+	python    string
+	noIPython bool
+}
+
+func canImport(python string, modules ...string) bool {
+	args := []string{"-c", "import " + strings.Join(modules, ", ")}
+	return exec.Command(python, args...).Run() == nil
+}
+
+// pythonCandidates are the interpreters on this machine, PATH's first.
+func pythonCandidates() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, name := range []string{"python3", "/usr/bin/python3", "/usr/local/bin/python3"} {
+		p, err := exec.LookPath(name)
+		if err != nil || seen[p] {
+			continue
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+// findPython returns an interpreter that can import modules.
+func findPython(modules ...string) (string, bool) {
+	for _, p := range pythonCandidates() {
+		if len(modules) == 0 || canImport(p, modules...) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// flavours returns the IPython and stdlib ways of running the driver. The
+// IPython one is skipped (failed in CI) when no interpreter has IPython.
+func flavours(t *testing.T, modules ...string) []flavour {
+	t.Helper()
+	var fs []flavour
+	if p, ok := findPython(append([]string{"IPython"}, modules...)...); ok {
+		fs = append(fs, flavour{name: "ipython", python: p})
+	} else if strict() {
+		t.Fatalf("no python3 with IPython %v on this machine (apt-get install python3-ipython)", modules)
+	}
+	if p, ok := findPython(modules...); ok {
+		fs = append(fs, flavour{name: "stdlib", python: p, noIPython: true})
+	} else {
+		skipOrFail(t, "no python3 with %v on this machine", modules)
+	}
+	return fs
+}
+
+func startPython(t testing.TB, f flavour, cfg LocalConfig) *Client {
+	t.Helper()
+	tr, err := NewLocalPython(f.python, f.noIPython, cfg)
+	require.NoError(t, err)
+	c, err := Start(context.Background(), Python, tr, ClientOptions{Grace: time.Second})
+	if c != nil {
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	require.NoError(t, err)
+	if f.noIPython {
+		require.Contains(t, c.Info(), "stdlib")
+	} else {
+		require.Contains(t, c.Info(), "ipython")
+	}
+	return c
+}
+
+func run(t testing.TB, k Kernel, code string) Result {
+	t.Helper()
+	res, err := k.Execute(context.Background(), code, ExecOptions{Timeout: 10 * time.Second})
+	require.NoError(t, err, "cell %q", code)
+	return res
+}
+
+func runOK(t testing.TB, k Kernel, code string) Result {
+	t.Helper()
+	res := run(t, k, code)
+	require.Equal(t, StatusOK, res.Status, "cell %q: %+v", code, res.Error)
+	return res
+}
+
+func TestPythonCells(t *testing.T) {
+	for _, f := range flavours(t) {
+		t.Run(f.name, func(t *testing.T) {
+			k := startPython(t, f, LocalConfig{})
+			res := runOK(t, k, "x = 41")
+			assert.Equal(t, 1, res.Count)
+			assert.Empty(t, res.Value)
+			res = runOK(t, k, "x + 1")
+			assert.Equal(t, 2, res.Count)
+			assert.Equal(t, "42", res.Value)
+
+			res = runOK(t, k, "import os, subprocess\nprint('printed')\nos.write(1, b'raw fd\\n')\n"+
+				"subprocess.run(['echo', 'child'])\nimport sys; print('to err', file=sys.stderr); os.write(2, b'fd2\\n');")
+			assert.Equal(t, "printed\nraw fd\nchild\n", res.Stdout)
+			assert.Equal(t, "to err\nfd2\n", res.Stderr)
+			assert.Empty(t, res.Value, "a trailing ; hides the value")
+
+			res = runOK(t, k, "_ + 1, __, Out[2], _2, In[1]")
+			assert.Equal(t, "(43, '', 42, 42, 'x = 41')", res.Value)
+
+			res = runOK(t, k, "ANSWER({'n': x + 1, 'tags': {'b', 'a'}, (1, 2): float('nan')})\nprint('not reached')")
+			assert.JSONEq(t, `{"n": 42, "tags": ["a", "b"], "[1, 2]": null}`, string(res.Answer))
+			assert.Empty(t, res.Stdout, "ANSWER ends the cell")
+			assert.True(t, res.Answered())
+
+			res = run(t, k, "import sys\nsys.exit(3)")
+			assert.Equal(t, StatusError, res.Status)
+			assert.Equal(t, "SystemExit", res.Error.Name)
+			assert.Equal(t, "42", runOK(t, k, "x + 1").Value, "the kernel lives on after sys.exit")
+		})
+	}
+}
+
+// TestPythonValueText checks the display text of final expressions: both
+// driver paths must give IPython's text.
+func TestPythonValueText(t *testing.T) {
+	cases := []struct{ code, want string }{
+		{"None", ""},
+		{"1 + 1", "2"},
+		{"'a' + 'b'", "'ab'"},
+		{"1.5", "1.5"},
+		{"[1, 'a', None, True]", "[1, 'a', None, True]"},
+		{"(1,)", "(1,)"},
+		{"()", "()"},
+		{"{}", "{}"},
+		{"set()", "set()"},
+		{"{'b', 'c', 'a'}", "{'a', 'b', 'c'}"},
+		{"frozenset({2, 1})", "frozenset({1, 2})"},
+		{"{'z': 1, 'a': [1, 2]}", "{'z': 1, 'a': [1, 2]}"},
+		{"list(range(12))", "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]"},
+		{"list(range(30))[:3] + ['x' * 80]", "[0,\n 1,\n 2,\n 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx']"},
+		{"[[i] * 5 for i in range(3)] * 3", "[[0, 0, 0, 0, 0],\n [1, 1, 1, 1, 1],\n [2, 2, 2, 2, 2],\n [0, 0, 0, 0, 0],\n [1, 1, 1, 1, 1],\n [2, 2, 2, 2, 2],\n [0, 0, 0, 0, 0],\n [1, 1, 1, 1, 1],\n [2, 2, 2, 2, 2]]"},
+		{"{'k' * 30: list(range(20)), 'z': 1}", "{'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkk': [0,\n  1,\n  2,\n  3,\n  4,\n  5,\n  6,\n  7,\n  8,\n  9,\n  10,\n  11,\n  12,\n  13,\n  14,\n  15,\n  16,\n  17,\n  18,\n  19],\n 'z': 1}"},
+		{"(list(range(20)), 'abc' * 20)", "([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19],\n 'abcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabcabc')"},
+		{"len(str(list(range(1500))))", "7890"},
+		{"import collections\ncollections.Counter('abracadabra')", "Counter({'a': 5, 'b': 2, 'r': 2, 'c': 1, 'd': 1})"},
+		{"int", "int"},
+		{"class Point:\n    pass\nPoint", "__main__.Point"},
+		{"def f(a, b=2):\n    pass\nf", "<function __main__.f(a, b=2)>"},
+		{"x = [1]\nx.append(x)\nx", "[1, [...]]"},
+		{"ValueError('bad', 2)", "ValueError('bad', 2)"},
+		{"range(3)", "range(0, 3)"},
+		{"b'\\xff'", "b'\\xff'"},
+		{"print('hi')", ""},
+		{"3;", ""},
+	}
+	for _, f := range flavours(t) {
+		t.Run(f.name, func(t *testing.T) {
+			k := startPython(t, f, LocalConfig{})
+			for _, tc := range cases {
+				assert.Equal(t, tc.want, runOK(t, k, tc.code).Value, "cell %q", tc.code)
+			}
+			long := runOK(t, k, "list(range(1500))").Value
+			assert.True(t, strings.HasSuffix(long, " 999,\n ...]"), "IPython shows at most 1000 items: %q", long[len(long)-30:])
+		})
+	}
+}
+
+// TestPythonValueParity runs the same cells through IPython and the stdlib
+// path and requires the same value text, including pandas objects.
+func TestPythonValueParity(t *testing.T) {
+	python, ok := findPython("IPython", "pandas")
+	if !ok {
+		skipOrFail(t, "no python3 with both IPython and pandas (apt-get install python3-ipython python3-pandas)")
+	}
+	cells := []string{
+		"import pandas as pd\ndf = pd.DataFrame({'team': ['a', 'b', 'a'], 'hours': [1.5, 2.0, 3.25]})\ndf",
+		"df.groupby('team')['hours'].sum()",
+		"df['hours'].describe()",
+		"df.dtypes",
+		"[df['hours'].sum(), df.shape, list(df.columns)]",
+		"{'frame': df.head(2)}",
+		"pd.Timestamp('2024-01-02')",
+		"df.to_dict(orient='records')",
+		"{i: str(i) * i for i in range(12)}",
+		"sorted({(i % 7, chr(97 + i % 26)) for i in range(60)})",
+		"import collections\ncollections.defaultdict(list, {'a': [1]})",
+		"collections.OrderedDict(a=1, b=2)",
+		"collections.deque(range(5))",
+		"{'nested': {'deep': [list(range(10))] * 4}}",
+		"'line\\n' * 3",
+		"1e100, 0.1 + 0.2, -0.0, 2**100",
+	}
+	values := map[string][]string{}
+	for _, f := range []flavour{{"ipython", python, false}, {"stdlib", python, true}} {
+		k := startPython(t, f, LocalConfig{})
+		for _, c := range cells {
+			values[f.name] = append(values[f.name], runOK(t, k, c).Value)
+		}
+	}
+	for i, c := range cells {
+		assert.Equal(t, values["ipython"][i], values["stdlib"][i], "cell %q", c)
+	}
+	assert.Contains(t, values["stdlib"][0], "team  hours")
+}
+
+func TestPythonErrors(t *testing.T) {
+	for _, f := range flavours(t) {
+		t.Run(f.name, func(t *testing.T) {
+			k := startPython(t, f, LocalConfig{})
+			runOK(t, k, "def g():\n    return undefined_name")
+
+			res := run(t, k, "y = 1\ng()")
+			require.Equal(t, StatusError, res.Status)
+			assert.Equal(t, "NameError", res.Error.Name)
+			assert.Equal(t, "Cell In[2], line 2\n    g()\nCell In[1], line 2\n    return undefined_name\n"+
+				"NameError: name 'undefined_name' is not defined", res.Error.Traceback)
+
+			res = run(t, k, "x = = 2")
+			require.Equal(t, StatusError, res.Status)
+			assert.Equal(t, "SyntaxError", res.Error.Name)
+			assert.Equal(t, "Cell In[3], line 1\n    x = = 2\n        ^\nSyntaxError: invalid syntax", res.Error.Traceback)
+
+			res = run(t, k, "import json\njson.loads('{')")
+			require.Equal(t, StatusError, res.Status)
+			assert.Equal(t, "JSONDecodeError", res.Error.Name)
+			assert.NotContains(t, res.Error.Traceback, "json/decoder.py", "library frames are left out")
+			assert.NotContains(t, res.Error.Traceback, "driver", "driver frames are left out")
+			assert.NotContains(t, res.Error.Traceback, "\x1b[", "no colour codes")
+			assert.True(t, strings.HasPrefix(res.Error.Traceback, "Cell In[4], line 2\n    json.loads('{')\n"), res.Error.Traceback)
+
+			res = run(t, k, "input('name? ')")
+			require.Equal(t, StatusError, res.Status)
+			assert.Contains(t, res.Error.Value, "stdin is not available in this session")
+			res = run(t, k, "import sys\nsys.stdin.read()")
+			assert.Contains(t, res.Error.Value, "stdin is not available in this session")
+			res = run(t, k, "import os\nos.read(0, 10)")
+			require.Equal(t, StatusOK, res.Status)
+			assert.Equal(t, "b''", res.Value, "fd 0 reads nothing")
+		})
+	}
+}
+
+func TestPythonSoftTimeoutKeepsNamespace(t *testing.T) {
+	for _, f := range flavours(t) {
+		t.Run(f.name, func(t *testing.T) {
+			k := startPython(t, f, LocalConfig{})
+			runOK(t, k, "kept = 'still here'")
+			res, err := k.Execute(context.Background(), "while True: pass", ExecOptions{Timeout: time.Second})
+			require.NoError(t, err)
+			assert.Equal(t, StatusTimeout, res.Status)
+			assert.Equal(t, "CellTimeout", res.Error.Name)
+			assert.Contains(t, res.Error.Traceback, "while True: pass")
+			assert.Equal(t, "'still here'", runOK(t, k, "kept").Value)
+		})
+	}
+}
+
+func TestPythonHardDeadlineAndRestart(t *testing.T) {
+	for _, f := range flavours(t) {
+		t.Run(f.name, func(t *testing.T) {
+			k := startPython(t, f, LocalConfig{})
+			runOK(t, k, "kept = 1")
+			code := "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True: pass"
+			_, err := k.Execute(context.Background(), code, ExecOptions{Timeout: 500 * time.Millisecond})
+			var dl *DeadlineError
+			require.ErrorAs(t, err, &dl)
+			assert.Contains(t, err.Error(), "was killed")
+
+			_, err = k.Execute(context.Background(), "1", ExecOptions{})
+			require.Error(t, err, "a killed kernel refuses cells until restarted")
+			assert.Contains(t, err.Error(), "restart")
+
+			require.NoError(t, k.Restart(context.Background()))
+			res := run(t, k, "kept")
+			assert.Equal(t, StatusError, res.Status, "a restart starts an empty namespace")
+			assert.Equal(t, "NameError", res.Error.Name)
+			assert.Equal(t, 1, res.Count)
+			assert.Equal(t, "2", runOK(t, k, "1 + 1").Value)
+		})
+	}
+}
+
+func TestPythonDeadKernel(t *testing.T) {
+	for _, f := range flavours(t) {
+		t.Run(f.name, func(t *testing.T) {
+			for _, tc := range []struct {
+				name, code string
+				status     int
+				signal     string
+				stderr     string
+			}{
+				{"os._exit", "import os\nos._exit(3)", 3, "", ""},
+				{"exit()", "exit()", 0, "", ""},
+				{"quit()", "quit()", 0, "", ""},
+				{"segfault", "import ctypes\nctypes.string_at(0)", -1, "segmentation fault", "Segmentation fault"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					k := startPython(t, f, LocalConfig{})
+					_, err := k.Execute(context.Background(), tc.code, ExecOptions{})
+					var dead *DeadError
+					require.ErrorAs(t, err, &dead)
+					assert.Equal(t, tc.status, dead.Exit.Code)
+					if tc.signal != "" {
+						assert.Contains(t, err.Error(), "killed by signal "+tc.signal)
+						assert.Contains(t, dead.Exit.StderrTail, tc.stderr, "the tail of the kernel's stderr")
+					} else {
+						assert.Contains(t, err.Error(), fmt.Sprintf("exited with status %d", tc.status))
+					}
+
+					done := make(chan error, 1)
+					go func() { _, err := k.Execute(context.Background(), "1", ExecOptions{}); done <- err }()
+					select {
+					case err := <-done:
+						require.Error(t, err)
+						assert.Contains(t, err.Error(), "not running")
+					case <-time.After(5 * time.Second):
+						t.Fatal("Execute on a dead kernel hung")
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestPythonOutputCapBoundsMemory(t *testing.T) {
+	for _, f := range flavours(t) {
+		t.Run(f.name, func(t *testing.T) {
+			k := startPython(t, f, LocalConfig{})
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			res, err := k.Execute(context.Background(), "print('x' * 50_000_000)\nfor i in range(3): print('line', i)",
+				ExecOptions{Timeout: 30 * time.Second, MaxOutputBytes: 1 << 20})
+			require.NoError(t, err)
+			runtime.ReadMemStats(&after)
+			require.Equal(t, StatusOK, res.Status)
+			assert.LessOrEqual(t, len(res.Stdout), 1<<20+200)
+			assert.Greater(t, res.DroppedBytes, int64(48_000_000))
+			assert.Contains(t, res.Stdout, fmt.Sprintf("[%d bytes dropped]", res.DroppedBytes))
+			assert.True(t, strings.HasSuffix(res.Stdout, "line 0\nline 1\nline 2\n"), "the tail is kept")
+			grown := after.TotalAlloc - before.TotalAlloc
+			assert.Less(t, grown, uint64(32<<20), "the Go side allocated %d bytes for a 50 MB print", grown)
+
+			res = runOK(t, k, "'y' * 3_000_000")
+			assert.Less(t, len(res.Value), 1<<20+200, "the value text is capped too")
+			assert.Greater(t, res.DroppedBytes, int64(1_000_000))
+		})
+	}
+}
+
+func TestPythonProtocolSurvivesAbuse(t *testing.T) {
+	for _, f := range flavours(t) {
+		t.Run(f.name, func(t *testing.T) {
+			k := startPython(t, f, LocalConfig{})
+			// fd 1 closed: the next cell gets it back.
+			res := run(t, k, "import os\nos.close(1)")
+			assert.Equal(t, StatusOK, res.Status)
+			assert.Equal(t, "back\n", runOK(t, k, "print('back')").Stdout)
+			runOK(t, k, "import sys\nsys.stdout.close()")
+			assert.Equal(t, "again\n", runOK(t, k, "print('again')").Stdout)
+
+			// A thread that prints after its cell ended.
+			runOK(t, k, "import threading, time\n"+
+				"def spam():\n    for i in range(200):\n        print('noise', i, '{\"id\": 99}')\n        time.sleep(0.002)\n"+
+				"threading.Thread(target=spam, daemon=True).start()")
+			for i := range 5 {
+				res := runOK(t, k, fmt.Sprintf("%d * 2", i))
+				assert.Equal(t, strconv.Itoa(i*2), res.Value)
+			}
+			runOK(t, k, "time.sleep(0.5)")
+			assert.Equal(t, "'ok'", runOK(t, k, "'ok'").Value)
+
+			// Bytes that are not UTF-8.
+			res = runOK(t, k, "os.write(1, b'bad \\xff\\xfe bytes\\n');")
+			assert.Equal(t, "bad \uFFFD\uFFFD bytes\n", res.Stdout)
+			res = runOK(t, k, "import sys\nsys.stdout.buffer.write(b'\\x80\\n');")
+			assert.Equal(t, "\uFFFD\n", res.Stdout)
+		})
+	}
+}
+
+func TestPythonEnvironmentAndData(t *testing.T) {
+	data := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(data, "tasks.jsonl"), []byte("{\"id\": 1}\n{\"id\": 2}\n"), 0o644))
+	t.Setenv("CTXCODE_TEST_SECRET_API_KEY", "sk-do-not-leak")
+	f := flavours(t)[0]
+	k := startPython(t, f, LocalConfig{DataDir: data})
+	res := runOK(t, k, "import os, json\nsorted(os.listdir('data')), [json.loads(l) for l in open('data/tasks.jsonl')]")
+	assert.Equal(t, "(['tasks.jsonl'], [{'id': 1}, {'id': 2}])", res.Value)
+	res = runOK(t, k, "[k for k in os.environ if 'KEY' in k or 'TOKEN' in k]")
+	assert.Equal(t, "[]", res.Value, "no secrets from the parent environment")
+}
+
+func TestPythonCloseKillsChildren(t *testing.T) {
+	f := flavours(t)[0]
+	k := startPython(t, f, LocalConfig{})
+	res := runOK(t, k, "import subprocess\np = subprocess.Popen(['sleep', '300'])\np.pid")
+	pid, err := strconv.Atoi(res.Value)
+	require.NoError(t, err)
+	require.NoError(t, k.Close())
+	require.NoError(t, k.Close(), "Close is idempotent")
+	require.Eventually(t, func() bool {
+		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) || isZombie(pid)
+	}, 5*time.Second, 50*time.Millisecond, "the child process of a closed kernel must not live on")
+	_, err = k.Execute(context.Background(), "1", ExecOptions{})
+	assert.ErrorIs(t, err, ErrClosed)
+}
+
+func isZombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(b))
+	return len(fields) > 2 && fields[2] == "Z"
+}
+
+func TestFindPythonMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := FindPython("")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "apt-get install python3")
+	assert.Contains(t, err.Error(), "--sandbox docker")
+}
+
+func TestStartFailsClearly(t *testing.T) {
+	tr, err := NewLocal(LocalConfig{Argv: []string{"/bin/sh", "-c", "echo 'no python here' >&2; exit 7"}})
+	require.NoError(t, err)
+	_, err = Start(context.Background(), Python, tr, ClientOptions{StartTimeout: 5 * time.Second})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "exited with status 7")
+	assert.Contains(t, err.Error(), "no python here")
+
+	_, err = NewLocal(LocalConfig{Argv: []string{"python3"}, DataDir: "/no/such/folder"})
+	assert.ErrorContains(t, err, "data folder")
+}
