@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/session"
+)
+
+const execUsage = `Usage:
+  ctxcode exec [flags] -- CELL [CELL ...]
+  ctxcode exec [flags] < cells.py        (cells separated by "# %%" lines)
+
+Runs the cells, in order, in one fresh kernel whose working directory shows
+the data folder as data/, and prints them IPython style (In [n]:, the cell's
+output, Out[n]: or the traceback). A cell that raises does not stop the
+session: the next cells still run, as in a notebook. The exit code is 0 when
+every cell ran, 1 when the kernel itself failed (died, or was killed at its
+hard deadline), 2 for bad input.
+
+Examples:
+  ctxcode exec -- 'x = 41' 'x + 1'
+  ctxcode exec --lang go -- 'x := 41' 'x + 1'
+  ctxcode exec --data ./data --json -- 'import os; os.listdir("data")'
+`
+
+type execOptions struct {
+	sandbox    string
+	lang       kernel.Language
+	dataDir    string
+	prefix     string
+	timeout    time.Duration
+	maxOutput  int
+	json       bool
+	python     string
+	noIPython  bool
+	cells      []string
+	cellsStdin bool
+}
+
+func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, error) {
+	o := &execOptions{}
+	fs := newFlagSet("exec", execUsage, stderr)
+	lang := fs.String("lang", "python", "kernel language: python or go")
+	fs.StringVar(&o.sandbox, "sandbox", "local", "where the kernel runs: local (a host process) or docker")
+	fs.StringVar(&o.dataDir, "data", "", "data folder, shown to the kernel as data/ (read it, do not change it)")
+	fs.StringVar(&o.prefix, "prefix", "", "session prefix to run first (comes with the prefixes feature)")
+	fs.DurationVar(&o.timeout, "timeout", kernel.DefaultTimeout, "soft time limit per cell; the kernel is killed at this plus a 2s grace")
+	fs.IntVar(&o.maxOutput, "max-output", kernel.DefaultMaxOutputBytes, "bytes of stdout, stderr and value kept per cell (head and tail)")
+	fs.BoolVar(&o.json, "json", false, "print one JSON result per cell instead of IPython-style text")
+	fs.StringVar(&o.python, "python", "", "Python interpreter for --sandbox local (default: python3 on PATH, or $CTXCODE_PYTHON)")
+	fs.BoolVar(&o.noIPython, "no-ipython", false, "use the driver's standard-library path even when IPython is installed")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	var err error
+	if o.lang, err = kernel.ParseLanguage(*lang); err != nil {
+		return nil, usagef("--lang: %v", err)
+	}
+	switch o.sandbox {
+	case "local":
+	case "docker":
+		return nil, usagef("--sandbox docker is not available yet (it comes with the sandbox feature); use --sandbox local")
+	default:
+		return nil, usagef("--sandbox %q: expected docker or local", o.sandbox)
+	}
+	if o.prefix != "" {
+		return nil, usagef("--prefix is not available yet (it comes with the prefixes feature)")
+	}
+	if o.timeout <= 0 {
+		return nil, usagef("--timeout must be positive, got %s", o.timeout)
+	}
+	if o.maxOutput < 64 {
+		return nil, usagef("--max-output must be at least 64 bytes, got %d", o.maxOutput)
+	}
+	if o.python == "" {
+		o.python = os.Getenv("CTXCODE_PYTHON")
+	}
+	if o.dataDir != "" {
+		st, err := os.Stat(o.dataDir)
+		if err != nil || !st.IsDir() {
+			return nil, usagef("--data %q: not a folder; give the folder that holds the data files", o.dataDir)
+		}
+	}
+	o.cells = fs.Args()
+	if len(o.cells) == 0 {
+		if o.cells, err = readCells(stdin); err != nil {
+			return nil, fmt.Errorf("read cells from standard input: %w", err)
+		}
+		o.cellsStdin = true
+	}
+	if len(o.cells) == 0 {
+		return nil, usagef("exec: no cells given: pass them after -- or on standard input, separated by \"# %%%%\" lines")
+	}
+	return o, nil
+}
+
+var cellMarker = regexp.MustCompile(`^#\s*%%`)
+
+// readCells splits percent-format text into cells; blank cells are dropped.
+func readCells(r io.Reader) ([]string, error) {
+	if r == nil {
+		return nil, nil
+	}
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			return nil, nil // a terminal: do not wait for typing
+		}
+	}
+	var cells []string
+	var cur []string
+	flush := func() {
+		if c := strings.Trim(strings.Join(cur, "\n"), "\n"); strings.TrimSpace(c) != "" {
+			cells = append(cells, c)
+		}
+		cur = cur[:0]
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		if cellMarker.MatchString(sc.Text()) {
+			flush()
+			continue
+		}
+		cur = append(cur, sc.Text())
+	}
+	flush()
+	return cells, sc.Err()
+}
+
+// newKernel starts the kernel o asks for.
+func newKernel(ctx context.Context, o *execOptions) (*kernel.Client, error) {
+	cfg := kernel.LocalConfig{DataDir: o.dataDir}
+	var tr *kernel.Local
+	var err error
+	switch o.lang {
+	case kernel.Go:
+		exe, eerr := os.Executable()
+		if eerr != nil {
+			return nil, fmt.Errorf("find the ctxcode binary to serve the Go kernel: %w", eerr)
+		}
+		cfg.Argv = []string{exe, "kernel", "serve", "--lang", "go"}
+		tr, err = kernel.NewLocal(cfg)
+	default:
+		python, perr := kernel.FindPython(o.python)
+		if perr != nil {
+			return nil, perr
+		}
+		tr, err = kernel.NewLocalPython(python, o.noIPython, cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return kernel.Start(ctx, o.lang, tr, kernel.ClientOptions{})
+}
+
+// execRecord is one line of exec --json.
+type execRecord struct {
+	Code string `json:"code"`
+	kernel.Result
+}
+
+func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	o, err := parseExec(args, stdin, stderr)
+	if err != nil {
+		return err
+	}
+	k, err := newKernel(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := k.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	for i, code := range o.cells {
+		res, err := k.Execute(ctx, code, kernel.ExecOptions{Timeout: o.timeout, MaxOutputBytes: o.maxOutput})
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted at cell %d of %d: %w", i+1, len(o.cells), ctx.Err())
+			}
+			return fmt.Errorf("cell %d of %d: %w", i+1, len(o.cells), err)
+		}
+		if o.json {
+			if err := enc.Encode(execRecord{Code: code, Result: res}); err != nil {
+				return err
+			}
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if _, err := io.WriteString(stdout, session.Cell{Code: code, Result: res}.Render()); err != nil {
+			return err
+		}
+	}
+	return nil
+}

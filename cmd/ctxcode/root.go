@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit codes (see DESIGN.md).
+const (
+	exitOK       = 0
+	exitInfra    = 1 // kernel, sandbox or API failure
+	exitUsage    = 2 // usage or bad input
+	exitNoAnswer = 3 // no answer within the budget
+)
+
+// usageError is bad input from the user: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+const rootUsage = `ctxcode answers questions about data by running an LLM's messages as cells
+of a live notebook session.
+
+Usage:
+  ctxcode <command> [flags]
+
+Commands:
+  exec      run cells in a fresh kernel and print them IPython style
+  version   print the version
+  help      print help for a command
+
+Run "ctxcode help <command>" or "ctxcode <command> -h" for a command's flags.
+`
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// run is the whole program: it parses args and returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, rootUsage)
+		return exitUsage
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "exec":
+		err = runExec(ctx, rest, stdin, stdout, stderr)
+	case "kernel":
+		err = runKernel(ctx, rest, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "ctxcode", version)
+	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 && rest[0] != "help" {
+			return run(ctx, []string{rest[0], "-h"}, stdin, stdout, stderr)
+		}
+		fmt.Fprint(stdout, rootUsage)
+	default:
+		err = usagef("unknown command %q\n\n%s", cmd, rootUsage)
+	}
+	return report(err, stderr)
+}
+
+// report prints err for people and maps it to an exit code.
+func report(err error, stderr io.Writer) int {
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "ctxcode: %s\n", strings.TrimRight(ue.msg, "\n"))
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "ctxcode: %v\n", err)
+		return exitInfra
+	}
+}
+
+// newFlagSet makes a flag set whose errors come back as usage errors and
+// whose help goes to stderr with the command's usage line.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // parse errors are reported once, by report
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "%s\nFlags:\n", usage)
+		fs.SetOutput(stderr)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parseFlags parses args, turning flag errors into usage errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usagef("%s: %v (run \"ctxcode %s -h\" for help)", fs.Name(), err, fs.Name())
+	}
+	return nil
+}

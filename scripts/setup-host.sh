@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what ctxcode's local kernels and tests need on a Debian host:
+# Python 3 with IPython and pandas. Does nothing when they are present.
+# In CI (CI set) a missing package that cannot be installed is an error.
+set -euo pipefail
+
+have() { "$1" -c 'import IPython, pandas' >/dev/null 2>&1; }
+for py in python3 /usr/bin/python3; do
+  if command -v "$py" >/dev/null 2>&1 && have "$py"; then
+    exit 0
+  fi
+done
+
+pkgs="python3 python3-ipython python3-pandas"
+sudo=""
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; fi
+fi
+if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || [ -n "$sudo" ]; }; then
+  echo "setup: installing $pkgs (apt-get)" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+  exit 0
+fi
+msg="setup: Python 3 with IPython and pandas is missing; install them (Debian: apt-get install $pkgs)"
+if [ -n "${CI:-}" ]; then
+  echo "$msg" >&2
+  exit 1
+fi
+echo "$msg; the tests that need them will be skipped" >&2
