@@ -271,30 +271,42 @@ func (c *localConn) Close() error {
 	return nil
 }
 
-// tailBuffer keeps the last max bytes written to it.
+// tailBuffer keeps the first and the last bytes written to it, max in all:
+// a crash report's cause is at its start (Go's "fatal error: ..." before the
+// goroutine dump), a Python traceback's at its end.
 type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
+	mu      sync.Mutex
+	max     int
+	head    []byte
+	tail    []byte
+	dropped int64
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := len(p)
-	if len(p) >= t.max {
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		return n, nil
+	headMax := t.max / 4
+	if room := headMax - len(t.head); room > 0 {
+		k := min(room, len(p))
+		t.head = append(t.head, p[:k]...)
+		p = p[k:]
 	}
-	if over := len(t.buf) + len(p) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
+	tailMax := t.max - headMax
+	t.tail = append(t.tail, p...)
+	if over := len(t.tail) - tailMax; over > 0 {
+		t.dropped += int64(over)
+		t.tail = append(t.tail[:0], t.tail[over:]...)
 	}
-	t.buf = append(t.buf, p...)
 	return n, nil
 }
 
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return strings.ToValidUTF8(string(t.buf), "\uFFFD")
+	s := string(t.head)
+	if t.dropped > 0 {
+		s += fmt.Sprintf("\n... [%d bytes dropped] ...\n", t.dropped)
+	}
+	return strings.ToValidUTF8(s+string(t.tail), "\uFFFD")
 }

@@ -465,3 +465,17 @@ func TestStartFailsClearly(t *testing.T) {
 	_, err = NewLocal(LocalConfig{Argv: []string{"python3"}, DataDir: "/no/such/folder"})
 	assert.ErrorContains(t, err, "data folder")
 }
+
+func TestTailBufferKeepsHeadAndTail(t *testing.T) {
+	tb := &tailBuffer{max: 40}
+	for i := range 100 {
+		fmt.Fprintf(tb, "line %02d\n", i)
+	}
+	s := tb.String()
+	assert.True(t, strings.HasPrefix(s, "line 00\nli"), s)
+	assert.True(t, strings.HasSuffix(s, "line 99\n"), s)
+	assert.Contains(t, s, "bytes dropped]")
+	small := &tailBuffer{max: 40}
+	fmt.Fprint(small, "short")
+	assert.Equal(t, "short", small.String())
+}
