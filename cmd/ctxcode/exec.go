@@ -105,7 +105,8 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 
 var cellMarker = regexp.MustCompile(`^#\s*%%`)
 
-// readCells splits percent-format text into cells; blank cells are dropped.
+// readCells splits percent-format text into cells. Cells with nothing but
+// comments and blank lines (such as a file's header) are dropped.
 func readCells(r io.Reader) ([]string, error) {
 	if r == nil {
 		return nil, nil
@@ -118,7 +119,7 @@ func readCells(r io.Reader) ([]string, error) {
 	var cells []string
 	var cur []string
 	flush := func() {
-		if c := strings.Trim(strings.Join(cur, "\n"), "\n"); strings.TrimSpace(c) != "" {
+		if c := strings.Trim(strings.Join(cur, "\n"), "\n"); hasCode(c) {
 			cells = append(cells, c)
 		}
 		cur = cur[:0]
@@ -206,4 +207,13 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 	return nil
+}
+
+func hasCode(cell string) bool {
+	for _, line := range strings.Split(cell, "\n") {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+			return true
+		}
+	}
+	return false
 }

@@ -59,7 +59,7 @@ func TestExecGo(t *testing.T) {
 
 func TestExecCellsFromStdin(t *testing.T) {
 	requirePython(t)
-	cells := "import os\nsorted(os.listdir('data'))\n# %%\nprint('hi')\n1/0\n# %% second\nANSWER(len(os.listdir('data')))\n"
+	cells := "# a header, not a cell\n\n# %%\nimport os\nsorted(os.listdir('data'))\n# %%\nprint('hi')\n1/0\n# %% second\nANSWER(len(os.listdir('data')))\n"
 	got := runCLI(t, cells, "exec", "--data", "../../testdata/demo", "--json")
 	require.Equal(t, 0, got.code, got.stderr)
 	lines := strings.Split(strings.TrimSpace(got.stdout), "\n")
