@@ -12,6 +12,7 @@
 # timeout and the output caps, so they give the same text for the same cell.
 
 import ast
+import asyncio
 import builtins
 import collections
 import datetime
@@ -25,13 +26,15 @@ import re
 import signal
 import sys
 import tempfile
+import threading
 import time
 import tokenize
 import traceback
 import types
 
 PROTO_IN = os.fdopen(os.dup(0), "rb")
-PROTO_OUT = os.fdopen(os.dup(1), "wb", buffering=0)
+PROTO_OUT_FD = os.dup(1)
+MAIN_PID = os.getpid()
 LOG = os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
 
 try:
@@ -67,8 +70,6 @@ def _capture_file():
     return fd
 
 
-OUT_FD = _capture_file()
-ERR_FD = _capture_file()
 _null = os.open(os.devnull, os.O_RDONLY)
 os.dup2(_null, 0)
 os.close(_null)
@@ -116,8 +117,8 @@ _streams = {}
 
 def _point_fds():
     """Re-point fds 1 and 2 (and sys.stdout/err) at the capture files."""
-    os.dup2(OUT_FD, 1)
-    os.dup2(ERR_FD, 2)
+    os.dup2(OUT.fd, 1)
+    os.dup2(ERR.fd, 2)
     for name, fd in (("stdout", 1), ("stderr", 2)):
         s = _streams.get(fd)
         if s is None or s.closed:
@@ -166,19 +167,86 @@ def _join_capped(head, tail, size):
     return text, dropped
 
 
-def _drain(fd, cap):
-    """Read what a capture file holds (head and tail within cap), then empty it."""
-    size = os.fstat(fd).st_size
-    if size <= cap:
-        data = os.pread(fd, size, 0) if size else b""
-        text, dropped = data.decode("utf-8", "replace"), 0
-    else:
-        half = max(cap // 2, 1)
-        head = os.pread(fd, half, 0)
-        tail = os.pread(fd, half, size - half)
-        text, dropped = _join_capped(head, tail, size)
-    os.ftruncate(fd, 0)
-    return text, dropped
+def _hole_puncher():
+    """fallocate(PUNCH_HOLE) through libc, or None where it is not available."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fallocate = libc.fallocate
+        fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong]
+    except Exception:
+        return None
+    mode = 0x02 | 0x01  # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+
+    def punch(fd, offset, length):
+        return fallocate(fd, mode, offset, length) == 0
+
+    return punch
+
+
+_punch = _hole_puncher()
+
+
+class _Capture:
+    """A capture file behind fd 1 or 2. While a cell runs, a watchdog frees
+    the middle of the file once it passes a bound (a hole: offsets and the
+    head and tail stay as they are), so a print loop cannot fill the disk."""
+
+    def __init__(self):
+        self.fd = _capture_file()
+        self.punched = 0  # the hole ends here
+
+    def trim(self, cap, bound):
+        global _punch
+        if _punch is None:
+            return
+        keep = max(cap // 2, 1)
+        size = os.fstat(self.fd).st_size
+        start, end = max(self.punched, keep), size - keep
+        if end - start < bound:
+            return
+        if _punch(self.fd, start, end - start):
+            self.punched = end
+        else:
+            _punch = None  # this file system cannot: keep everything
+
+    def drain(self, cap):
+        """What the file holds (head and tail within cap), then empty it."""
+        fd = self.fd
+        size = os.fstat(fd).st_size
+        if size <= cap:
+            data = os.pread(fd, size, 0) if size else b""
+            text, dropped = data.decode("utf-8", "replace"), 0
+        else:
+            half = max(cap // 2, 1)
+            head = os.pread(fd, half, 0)
+            tail = os.pread(fd, half, size - half)
+            text, dropped = _join_capped(head, tail, size)
+        os.ftruncate(fd, 0)
+        self.punched = 0
+        return text, dropped
+
+
+OUT = _Capture()
+ERR = _Capture()
+_cell_running = threading.Event()
+_cap_lock = threading.Lock()
+_cap_now = [1 << 20]
+
+
+def _watchdog():
+    while True:
+        _cell_running.wait()
+        time.sleep(0.05)
+        with _cap_lock:
+            if _cell_running.is_set():
+                cap = _cap_now[0]
+                for c in (OUT, ERR):
+                    c.trim(cap, max(4 * cap, 8 << 20))
+
+
+threading.Thread(target=_watchdog, name="ctxcode-capture", daemon=True).start()
 
 
 # ---------------------------------------------------------------- pretty
@@ -763,6 +831,44 @@ def error_info(etype, value, tb):
 # ---------------------------------------------------------------- shells
 
 
+def display(*objs, **kwargs):
+    """IPython's display() for a terminal: the plain text of each object."""
+    for obj in objs:
+        print(pretty(obj))
+
+
+def _leading_indent(code):
+    """Remove the first line's indentation from every line that has it (IPython does)."""
+    lines = code.splitlines(True)
+    if not lines:
+        return code
+    first = lines[0]
+    prefix = first[: len(first) - len(first.lstrip(" \t"))]
+    if not prefix or not first.strip():
+        return code
+    return "".join(l[len(prefix):] if l.startswith(prefix) else l for l in lines)
+
+
+_loop = []
+
+
+def _run_async(value):
+    if not _loop:
+        _loop.append(asyncio.new_event_loop())
+    return _loop[0].run_until_complete(value)
+
+
+_AWAIT = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+_CO_COROUTINE = 0x80
+
+
+def _run_code(code_obj, ns):
+    result = eval(code_obj, ns)  # eval runs exec-mode code too, and returns the coroutine of a top-level await
+    if code_obj.co_flags & _CO_COROUTINE:
+        result = _run_async(result)
+    return result
+
+
 def _quiet(code):
     """True when the cell's last token is ';' (IPython hides the value)."""
     try:
@@ -788,7 +894,7 @@ class StdlibShell:
         mod = types.ModuleType("__main__")
         sys.modules["__main__"] = mod
         self.ns = self.user_ns = mod.__dict__
-        self.ns.update({"__builtins__": builtins, "In": [""], "Out": {}})
+        self.ns.update({"__builtins__": builtins, "In": [""], "Out": {}, "display": display})
         self.ns.update({"_": "", "__": "", "___": "", "_i": "", "_ii": "", "_iii": ""})
 
     def _display(self, value, n):
@@ -801,31 +907,38 @@ class StdlibShell:
             ns["_%d" % n] = value
         return pretty(value)
 
-    def run(self, code):
+    def next_count(self):
+        return self.count
+
+    def run(self, raw):
         """Returns (count, value_text, exc_info or None)."""
         n = self.count
+        if not raw.strip():
+            return n, "", None  # IPython does not count an empty cell
         self.count += 1
         ns = self.ns
-        ns["In"].append(code)
-        ns["_iii"], ns["_ii"], ns["_i"] = ns.get("_ii"), ns.get("_i"), code
-        ns["_i%d" % n] = code
+        ns["In"].append(raw)
+        prev = ns["In"][-2] if len(ns["In"]) > 1 else ""
+        ns["_iii"], ns["_ii"], ns["_i"] = ns.get("_ii"), ns.get("_i"), prev
+        ns["_i%d" % n] = raw
+        code = _leading_indent(raw)
         filename = "<cell-%d>" % n
         CELL_FILES[filename] = n
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         try:
-            tree = ast.parse(code, filename, "exec")
+            tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST | _AWAIT)
             last = None
             if tree.body and isinstance(tree.body[-1], ast.Expr):
                 last = ast.Expression(tree.body.pop().value)
-            body = compile(tree, filename, "exec")
-            tail = compile(last, filename, "eval") if last is not None else None
+            body = compile(tree, filename, "exec", _AWAIT)
+            tail = compile(last, filename, "eval", _AWAIT) if last is not None else None
         except (SyntaxError, ValueError, OverflowError):
             return n, "", sys.exc_info()
         try:
-            exec(body, ns)
+            _run_code(body, ns)
             text = ""
             if tail is not None:
-                value = eval(tail, ns)
+                value = _run_code(tail, ns)
                 if not _quiet(code):
                     text = self._display(value, n)
             return n, text, None
@@ -871,6 +984,8 @@ def _ipython_shell():
     def showsyntaxerror(filename=None, running_compiled_code=False):
         errors.append(sys.exc_info())
 
+    ip.display_formatter.active_types = ["text/plain"]
+    ip.system = ip.system_raw  # !cmd as a plain subprocess, captured like any child
     ip.showtraceback = showtraceback
     ip.showsyntaxerror = showsyntaxerror
     ip.showindentationerror = showsyntaxerror
@@ -878,6 +993,9 @@ def _ipython_shell():
     class Shell:
         flavour = "ipython"
         user_ns = ip.user_ns
+
+        def next_count(self):
+            return ip.execution_count
 
         def run(self, code):
             n = ip.execution_count
@@ -925,6 +1043,10 @@ def run_exec(shell, req):
     code = req.get("code") or ""
     STATE["answer"] = None
     _point_fds()
+    n0 = shell.next_count()
+    with _cap_lock:
+        _cap_now[0] = cap
+        _cell_running.set()
     started = time.monotonic()
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
@@ -935,11 +1057,16 @@ def run_exec(shell, req):
             signal.setitimer(signal.ITIMER_REAL, 0)
     except CellTimeout:
         # the alarm fired outside the cell's own frames
-        n, value, exc = getattr(shell, "count", 1) - 1, "", sys.exc_info()
+        n, value, exc = n0, "", sys.exc_info()
+    if os.getpid() != MAIN_PID:
+        _flush_streams()  # a child forked by the cell must not return to the protocol
+        os._exit(0)
     elapsed = int((time.monotonic() - started) * 1000)
     _flush_streams()
-    out, d1 = _drain(OUT_FD, cap)
-    err, d2 = _drain(ERR_FD, cap)
+    with _cap_lock:
+        _cell_running.clear()
+        out, d1 = OUT.drain(cap)
+        err, d2 = ERR.drain(cap)
     value, d3 = _cap_text(value, cap)
     status, error = "ok", None
     if exc is not None and not issubclass(exc[0], _Answer):
@@ -960,7 +1087,10 @@ def run_exec(shell, req):
 
 
 def send(obj):
-    PROTO_OUT.write(json.dumps(obj, ensure_ascii=False).encode("utf-8", "replace") + b"\n")
+    """Write one protocol line, all of it: a signal may cut a large write short."""
+    data = memoryview(json.dumps(obj, ensure_ascii=False).encode("utf-8", "replace") + b"\n")
+    while data:
+        data = data[os.write(PROTO_OUT_FD, data) :]
 
 
 def main():
@@ -974,8 +1104,8 @@ def main():
 
     warnings.filterwarnings("ignore", message="To exit: use")
     version = "python %d.%d.%d %s" % (sys.version_info[:3] + (flavour,))
-    _drain(OUT_FD, 1 << 16)
-    _drain(ERR_FD, 1 << 16)
+    OUT.drain(1 << 16)
+    ERR.drain(1 << 16)
     while True:
         line = PROTO_IN.readline()
         if not line:

@@ -220,18 +220,33 @@ func TestPythonValueParity(t *testing.T) {
 		"{'nested': {'deep': [list(range(10))] * 4}}",
 		"'line\\n' * 3",
 		"1e100, 0.1 + 0.2, -0.0, 2**100",
+		"display(df.head(1), [1, 2])",
+		"  indented = 5\n  indented * 2",
+		"import asyncio\nawait asyncio.sleep(0)\nawait asyncio.sleep(0, result='awaited')",
+		"_i",
+		"class HTMLBroken:\n    def _repr_html_(self):\n        raise ValueError('no html')\n    def __repr__(self):\n        return 'HTMLBroken()'\nHTMLBroken()",
 	}
 	values := map[string][]string{}
 	for _, f := range []flavour{{"ipython", python, false}, {"stdlib", python, true}} {
 		k := startPython(t, f, LocalConfig{})
 		for _, c := range cells {
-			values[f.name] = append(values[f.name], runOK(t, k, c).Value)
+			res := runOK(t, k, c)
+			values[f.name] = append(values[f.name], res.Stdout+"|"+res.Value)
 		}
+		// An empty cell is not counted, as in IPython.
+		empty := runOK(t, k, "  \n")
+		assert.Equal(t, len(cells)+1, empty.Count, f.name)
+		assert.Equal(t, len(cells)+1, runOK(t, k, "1").Count, f.name)
 	}
 	for i, c := range cells {
 		assert.Equal(t, values["ipython"][i], values["stdlib"][i], "cell %q", c)
 	}
+	assert.Equal(t, "|'awaited'", values["stdlib"][len(cells)-3])
+	assert.Equal(t, `|"import asyncio\nawait asyncio.sleep(0)\nawait asyncio.sleep(0, result='awaited')"`, values["stdlib"][len(cells)-2], "_i is the previous cell")
+	assert.Equal(t, "|10", values["stdlib"][len(cells)-4], "a cell's common indentation is removed")
+	assert.Equal(t, "|HTMLBroken()", values["ipython"][len(cells)-1], "only text/plain is computed")
 	assert.Contains(t, values["stdlib"][0], "team  hours")
+	assert.Contains(t, values["stdlib"][len(cells)-5], "team  hours\n0")
 }
 
 func TestPythonErrors(t *testing.T) {
@@ -478,4 +493,58 @@ func TestTailBufferKeepsHeadAndTail(t *testing.T) {
 	small := &tailBuffer{max: 40}
 	fmt.Fprint(small, "short")
 	assert.Equal(t, "short", small.String())
+}
+
+func TestPythonShellEscapeIsPlain(t *testing.T) {
+	python, ok := findPython("IPython")
+	if !ok {
+		skipOrFail(t, "no python3 with IPython")
+	}
+	k := startPython(t, flavour{"ipython", python, false}, LocalConfig{})
+	res := runOK(t, k, "!echo out; echo err >&2")
+	assert.Equal(t, "out\n", res.Stdout, "no pseudo-terminal: no \\r, streams kept apart")
+	assert.Equal(t, "err\n", res.Stderr)
+}
+
+func TestPythonOutputLoopDoesNotFillDisk(t *testing.T) {
+	f := flavours(t)[0]
+	k := startPython(t, f, LocalConfig{})
+	code := "import os, time\nchunk = 'z' * (1 << 20) + '\\n'\nbiggest = 0\n" +
+		"for i in range(300):\n    os.write(1, chunk.encode())\n    biggest = max(biggest, os.fstat(1).st_blocks * 512)\n    time.sleep(0.002)\n" +
+		"os.write(2, b'%d\\n' % biggest)\nprint('end')"
+	res, err := k.Execute(context.Background(), code, ExecOptions{Timeout: 60 * time.Second, MaxOutputBytes: 64 << 10})
+	require.NoError(t, err)
+	require.Equal(t, StatusOK, res.Status, "%+v", res.Error)
+	biggest, err := strconv.ParseInt(strings.TrimSpace(res.Stderr), 10, 64)
+	require.NoError(t, err, res.Stderr)
+	assert.Less(t, biggest, int64(64<<20), "300 MiB printed, but the capture file never held more than this")
+	assert.Greater(t, res.DroppedBytes, int64(300<<20)-(128<<10))
+	assert.True(t, strings.HasSuffix(res.Stdout, "\nend\n"), "the tail is kept")
+	assert.True(t, strings.HasPrefix(res.Stdout, "zzzz"), "the head is kept")
+}
+
+func TestPythonSignalsDoNotCutResponses(t *testing.T) {
+	f := flavours(t)[0]
+	k := startPython(t, f, LocalConfig{})
+	runOK(t, k, "import os, signal, threading, time\n"+
+		"signal.signal(signal.SIGUSR1, lambda *a: None)\n"+
+		"stop = False\n"+
+		"def storm():\n    while not stop:\n        os.kill(os.getpid(), signal.SIGUSR1)\n        time.sleep(0.0005)\n"+
+		"threading.Thread(target=storm, daemon=True).start()")
+	for range 5 {
+		res, err := k.Execute(context.Background(), "print('x' * 3_000_000)", ExecOptions{MaxOutputBytes: 4 << 20})
+		require.NoError(t, err)
+		assert.Len(t, res.Stdout, 3_000_001)
+	}
+	runOK(t, k, "stop = True")
+}
+
+func TestPythonForkedChildLeavesTheProtocol(t *testing.T) {
+	f := flavours(t)[0]
+	k := startPython(t, f, LocalConfig{})
+	res := runOK(t, k, "import os\npid = os.getpid()\nchild = os.fork()\nchild > 0")
+	assert.Equal(t, "True", res.Value)
+	for range 4 {
+		assert.Equal(t, "True", runOK(t, k, "os.getpid() == pid").Value, "every cell runs in the kernel, never in the child")
+	}
 }
