@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -94,7 +95,7 @@ type DeadlineError struct {
 
 func (e *DeadlineError) Error() string {
 	return fmt.Sprintf("%s kernel did not answer within %s (timeout %s + grace %s): the cell ignored the interrupt "+
-		"or is stuck in native code, so the kernel was killed and its variables are lost; restart the kernel to go on",
+		"or is stuck in native code, so the kernel was killed and its variables are lost",
 		e.Lang, e.Timeout+e.Grace, e.Timeout, e.Grace)
 }
 
@@ -109,7 +110,9 @@ type ClientOptions struct {
 	// StartTimeout bounds start-up until the kernel answers a ping. Zero
 	// means 60s.
 	StartTimeout time.Duration
-	// MaxLineBytes bounds one response line. Zero means 64 MiB.
+	// MaxLineBytes bounds one response line. Zero means 64 MiB; a cell whose
+	// MaxOutputBytes needs more (JSON escaping can grow text sixfold) raises
+	// the bound for its response.
 	MaxLineBytes int
 }
 
@@ -139,6 +142,9 @@ type Client struct {
 	closed bool
 	nextID int64
 	info   string
+
+	closing   chan struct{} // closed by Close: a running cell gives up at once
+	closeOnce sync.Once
 }
 
 var _ Kernel = (*Client)(nil)
@@ -148,6 +154,7 @@ type proc struct {
 	conn    Conn
 	results chan lineResult // closed when the output ends
 	stop    chan struct{}   // closed to release the reader
+	maxLine atomic.Int64    // the longest response line accepted now
 }
 
 type lineResult struct {
@@ -157,7 +164,7 @@ type lineResult struct {
 
 // Start launches a kernel over t and waits until it answers a ping.
 func Start(ctx context.Context, lang Language, t Transport, opts ClientOptions) (*Client, error) {
-	c := &Client{lang: lang, transport: t, opts: opts.withDefaults()}
+	c := &Client{lang: lang, transport: t, opts: opts.withDefaults(), closing: make(chan struct{})}
 	if err := c.start(ctx); err != nil {
 		return nil, err
 	}
@@ -178,14 +185,17 @@ func (c *Client) Info() string {
 func (c *Client) start(ctx context.Context) (err error) {
 	conn, err := c.transport.Start(ctx)
 	if err != nil {
-		return fmt.Errorf("start %s kernel: %w", c.lang, err)
+		c.dead = fmt.Errorf("start %s kernel: %w", c.lang, err)
+		return c.dead
 	}
 	p := &proc{conn: conn, results: make(chan lineResult), stop: make(chan struct{})}
-	go p.read(c.opts.MaxLineBytes)
+	p.maxLine.Store(int64(c.opts.MaxLineBytes))
+	go p.read()
 	c.proc, c.dead = p, nil
 	defer func() {
 		if err != nil {
-			c.shutdown(false)
+			_ = c.shutdown(true)
+			c.dead = err
 		}
 	}()
 	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
@@ -201,25 +211,20 @@ func (c *Client) start(ctx context.Context) (err error) {
 	return nil
 }
 
-// read decodes response lines until the output ends.
-func (p *proc) read(maxLine int) {
+// read decodes response lines until the output ends. A line longer than
+// maxLine is not kept in memory: it is skipped and reported as an error.
+func (p *proc) read() {
 	defer close(p.results)
 	r := bufio.NewReaderSize(p.conn, 64<<10)
 	var line []byte
+	tooLong := false
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) <= maxLine {
+		if limit := p.maxLine.Load(); !tooLong && int64(len(line)+len(chunk)) > limit {
+			tooLong, line = true, line[:0]
+		}
+		if !tooLong {
 			line = append(line, chunk...)
-		} else if line != nil || len(chunk) > 0 {
-			line = line[:0]
-			err = fmt.Errorf("protocol line longer than %d bytes", maxLine)
-			if !p.send(lineResult{err: err}) {
-				return
-			}
-			if e := discardLine(r); e != nil {
-				return
-			}
-			continue
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -228,21 +233,14 @@ func (p *proc) read(maxLine int) {
 			return // EOF or a read error: the process is gone
 		}
 		var lr lineResult
-		if e := json.Unmarshal(bytes.TrimSpace(line), &lr.res); e != nil {
+		if tooLong {
+			lr.err = fmt.Errorf("protocol line longer than %d bytes", p.maxLine.Load())
+		} else if e := json.Unmarshal(bytes.TrimSpace(line), &lr.res); e != nil {
 			lr.err = fmt.Errorf("bad protocol line %.200q: %w", line, e)
 		}
-		line = line[:0]
+		line, tooLong = line[:0], false
 		if !p.send(lr) {
 			return
-		}
-	}
-}
-
-func discardLine(r *bufio.Reader) error {
-	for {
-		_, err := r.ReadSlice('\n')
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return err
 		}
 	}
 }
@@ -266,7 +264,12 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecOptions) (Re
 	if c.dead != nil {
 		return Result{}, fmt.Errorf("%s kernel is not running (restart it): %w", c.lang, c.dead)
 	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err // nothing sent, the kernel stays as it is
+	}
 	opts = opts.withDefaults()
+	// JSON escaping can grow output sixfold, in three fields.
+	c.proc.maxLine.Store(max(int64(c.opts.MaxLineBytes), 18*int64(opts.MaxOutputBytes)+1<<20))
 	req := Request{Op: OpExec, Code: code, TimeoutMS: opts.Timeout.Milliseconds(), MaxOutputBytes: opts.MaxOutputBytes}
 	hard := opts.Timeout + c.opts.Grace
 	res, err := c.roundTrip(ctx, req, hard)
@@ -326,6 +329,9 @@ func (c *Client) roundTrip(ctx context.Context, req Request, hard time.Duration)
 		case <-ctx.Done():
 			c.shutdown(true)
 			return Result{}, c.fail(fmt.Errorf("%s kernel killed: %w", c.lang, ctx.Err()))
+		case <-c.closing:
+			c.shutdown(true)
+			return Result{}, ErrClosed
 		}
 	}
 }
@@ -380,6 +386,7 @@ func (c *Client) Restart(ctx context.Context) error {
 
 // Close ends the kernel process. It is safe to call more than once.
 func (c *Client) Close() error {
+	c.closeOnce.Do(func() { close(c.closing) }) // a running cell gives up its lock
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {

@@ -109,6 +109,7 @@ func (o ExecOptions) withDefaults() ExecOptions {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
+	o.Timeout = max(o.Timeout, time.Millisecond) // the protocol counts milliseconds
 	if o.MaxOutputBytes <= 0 {
 		o.MaxOutputBytes = DefaultMaxOutputBytes
 	}

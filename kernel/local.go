@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,8 +33,15 @@ type LocalConfig struct {
 	// Argv is the command and its arguments. Required.
 	Argv []string
 	// DataDir, when set, is shown to the kernel as data/ in its working
-	// directory (a symbolic link).
+	// directory: a read-only copy made at each start (files 0444, folders
+	// 0555), so that nothing a cell does can change the user's files.
 	DataDir string
+	// LinkData shows DataDir by a symbolic link instead of a copy: nothing
+	// is copied, but a cell can change or delete the user's files.
+	LinkData bool
+	// MaxDataCopy bounds the bytes copied for DataDir. Zero means 1 GiB.
+	// Larger data is refused with an error that names the alternatives.
+	MaxDataCopy int64
 	// Dir is the working directory. Empty means a private temporary folder,
 	// removed when the process ends.
 	Dir string
@@ -66,6 +74,9 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 	}
 	if cfg.CloseGrace <= 0 {
 		cfg.CloseGrace = 2 * time.Second
+	}
+	if cfg.MaxDataCopy <= 0 {
+		cfg.MaxDataCopy = 1 << 30
 	}
 	if cfg.DataDir != "" {
 		abs, err := filepath.Abs(cfg.DataDir)
@@ -124,14 +135,12 @@ func (l *Local) Start(ctx context.Context) (_ Conn, err error) {
 	}
 	cleanup := func() {
 		if owned {
-			_ = os.RemoveAll(dir)
+			_ = removeTree(dir)
 		}
 	}
-	if l.cfg.DataDir != "" {
-		if err := os.Symlink(l.cfg.DataDir, filepath.Join(dir, "data")); err != nil && !errors.Is(err, os.ErrExist) {
-			cleanup()
-			return nil, fmt.Errorf("link data folder: %w", err)
-		}
+	if err := l.placeData(filepath.Join(dir, "data")); err != nil {
+		cleanup()
+		return nil, err
 	}
 
 	inR, inW, err := os.Pipe()
@@ -309,4 +318,96 @@ func (t *tailBuffer) String() string {
 		s += fmt.Sprintf("\n... [%d bytes dropped] ...\n", t.dropped)
 	}
 	return strings.ToValidUTF8(s+string(t.tail), "\uFFFD")
+}
+
+// placeData shows the data folder at dst: a read-only copy, or a link.
+func (l *Local) placeData(dst string) error {
+	src := l.cfg.DataDir
+	if src == "" {
+		return nil
+	}
+	if _, err := os.Lstat(dst); err == nil {
+		return nil // a caller-owned folder that already has its data
+	}
+	if l.cfg.LinkData {
+		if err := os.Symlink(src, dst); err != nil {
+			return fmt.Errorf("link data folder: %w", err)
+		}
+		return nil
+	}
+	if err := copyReadOnly(src, dst, l.cfg.MaxDataCopy); err != nil {
+		return fmt.Errorf("copy data folder %s: %w", src, err)
+	}
+	return nil
+}
+
+// copyReadOnly copies the tree at src to dst, following symbolic links to
+// files, and then makes the copy read-only. It refuses trees over limit bytes.
+func copyReadOnly(src, dst string, limit int64) error {
+	var total int64
+	var dirs []string
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := os.Stat(path) // follows links
+		if err != nil {
+			return nil // a dangling link: nothing to show
+		}
+		switch {
+		case info.IsDir():
+			if d.Type()&os.ModeSymlink != 0 {
+				return nil // linked folders are not followed (no cycles)
+			}
+			dirs = append(dirs, target)
+			return os.MkdirAll(target, 0o755)
+		case info.Mode().IsRegular():
+			if total += info.Size(); total > limit {
+				return fmt.Errorf("the data is larger than %s: use a smaller folder, "+
+					"--data-link (no copy, but the kernel can then change your files), or --sandbox docker", formatBytes(limit))
+			}
+			return copyFile(path, target)
+		}
+		return nil // devices, sockets, pipes: skipped
+	})
+	if err != nil {
+		return err
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Chmod(dirs[i], 0o555); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string) (err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, out.Close()) }()
+	_, err = io.Copy(out, in)
+	return err
+}
+
+// removeTree removes dir even where read-only folders are inside it.
+func removeTree(dir string) error {
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(path, 0o755)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
 }

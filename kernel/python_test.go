@@ -548,3 +548,105 @@ func TestPythonForkedChildLeavesTheProtocol(t *testing.T) {
 		assert.Equal(t, "True", runOK(t, k, "os.getpid() == pid").Value, "every cell runs in the kernel, never in the child")
 	}
 }
+
+func TestClientCancelledContextKeepsKernel(t *testing.T) {
+	k := startPython(t, flavours(t)[0], LocalConfig{})
+	runOK(t, k, "kept = 1")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := k.Execute(ctx, "kept + 1", ExecOptions{})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, "1", runOK(t, k, "kept").Value, "a cell never sent does not cost the kernel")
+}
+
+func TestClientCloseInterruptsRunningCell(t *testing.T) {
+	k := startPython(t, flavours(t)[0], LocalConfig{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := k.Execute(context.Background(), "import time\ntime.sleep(120)", ExecOptions{Timeout: 5 * time.Minute})
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // let the cell start
+	require.NoError(t, k.Close())
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, ErrClosed)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not end the running cell")
+	}
+}
+
+// failingTransport starts the first kernel and then refuses.
+type failingTransport struct {
+	Transport
+	started int
+}
+
+func (f *failingTransport) Start(ctx context.Context) (Conn, error) {
+	f.started++
+	if f.started > 1 {
+		return nil, errors.New("no more kernels today")
+	}
+	return f.Transport.Start(ctx)
+}
+
+func TestClientFailedRestartIsReported(t *testing.T) {
+	f := flavours(t)[0]
+	tr, err := NewLocalPython(f.python, f.noIPython, LocalConfig{})
+	require.NoError(t, err)
+	k, err := Start(context.Background(), Python, &failingTransport{Transport: tr}, ClientOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = k.Close() })
+	require.ErrorContains(t, k.Restart(context.Background()), "no more kernels today")
+	_, err = k.Execute(context.Background(), "1", ExecOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no more kernels today")
+	assert.NotErrorIs(t, err, ErrClosed)
+}
+
+func TestClientLineBoundFollowsOutputCap(t *testing.T) {
+	f := flavours(t)[0]
+	tr, err := NewLocalPython(f.python, f.noIPython, LocalConfig{})
+	require.NoError(t, err)
+	k, err := Start(context.Background(), Python, tr, ClientOptions{MaxLineBytes: 1 << 20})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = k.Close() })
+	// 400 kB of control characters is 2.4 MB of JSON: over the floor, within the cap's bound.
+	res := runOK(t, k, "s = '\\x01' * 400_000\nprint(s)\ns")
+	assert.Len(t, res.Stdout, 400_001)
+	assert.Equal(t, "2", runOK(t, k, "1 + 1").Value)
+}
+
+func TestPythonDataIsAReadOnlyCopy(t *testing.T) {
+	data := t.TempDir()
+	orig := filepath.Join(data, "tasks.jsonl")
+	require.NoError(t, os.WriteFile(orig, []byte("{\"id\": 1}\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(data, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(data, "sub", "x.csv"), []byte("a,b\n"), 0o644))
+	k := startPython(t, flavours(t)[0], LocalConfig{DataDir: data})
+	assert.Equal(t, "'a,b\\n'", runOK(t, k, "open('data/sub/x.csv').read()").Value)
+	// Whatever the cell manages (root may write the copy), the user's files stay.
+	run(t, k, "open('data/tasks.jsonl', 'w').write('gone')")
+	run(t, k, "import os, shutil\nos.chmod('data', 0o755)\nshutil.rmtree('data/sub')\nos.remove('data/tasks.jsonl')")
+	b, err := os.ReadFile(orig)
+	require.NoError(t, err)
+	assert.Equal(t, "{\"id\": 1}\n", string(b))
+	assert.FileExists(t, filepath.Join(data, "sub", "x.csv"))
+
+	if os.Geteuid() != 0 {
+		k2 := startPython(t, flavours(t)[0], LocalConfig{DataDir: data})
+		res := run(t, k2, "open('data/tasks.jsonl', 'w')")
+		assert.Equal(t, "PermissionError", res.Error.Name, "the copy itself is read-only")
+	}
+}
+
+func TestLocalDataCopyLimit(t *testing.T) {
+	data := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(data, "big.bin"), make([]byte, 4096), 0o644))
+	tr, err := NewLocal(LocalConfig{Argv: []string{"true"}, DataDir: data, MaxDataCopy: 1024})
+	require.NoError(t, err)
+	_, err = tr.Start(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--data-link")
+	assert.Contains(t, err.Error(), "--sandbox docker")
+}

@@ -36,6 +36,7 @@ type execOptions struct {
 	sandbox    string
 	lang       kernel.Language
 	dataDir    string
+	dataLink   bool
 	prefix     string
 	timeout    time.Duration
 	maxOutput  int
@@ -51,7 +52,8 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 	fs := newFlagSet("exec", execUsage, stderr)
 	lang := fs.String("lang", "python", "kernel language: python or go")
 	fs.StringVar(&o.sandbox, "sandbox", "local", "where the kernel runs: local (a host process) or docker")
-	fs.StringVar(&o.dataDir, "data", "", "data folder, shown to the kernel as data/ (read it, do not change it)")
+	fs.StringVar(&o.dataDir, "data", "", "data folder, shown to the kernel as data/ (a read-only copy)")
+	fs.BoolVar(&o.dataLink, "data-link", false, "show --data by a link instead of a copy: no copying, but cells can change your files")
 	fs.StringVar(&o.prefix, "prefix", "", "session prefix to run first (comes with the prefixes feature)")
 	fs.DurationVar(&o.timeout, "timeout", kernel.DefaultTimeout, "soft time limit per cell; the kernel is killed at this plus a 2s grace")
 	fs.IntVar(&o.maxOutput, "max-output", kernel.DefaultMaxOutputBytes, "bytes of stdout, stderr and value kept per cell (head and tail)")
@@ -90,8 +92,12 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 			return nil, usagef("--data %q: not a folder; give the folder that holds the data files", o.dataDir)
 		}
 	}
-	o.cells = fs.Args()
-	if len(o.cells) == 0 {
+	for _, c := range fs.Args() {
+		if strings.TrimSpace(c) != "" {
+			o.cells = append(o.cells, c)
+		}
+	}
+	if len(fs.Args()) == 0 {
 		if o.cells, err = readCells(stdin); err != nil {
 			return nil, fmt.Errorf("read cells from standard input: %w", err)
 		}
@@ -139,7 +145,7 @@ func readCells(r io.Reader) ([]string, error) {
 
 // newKernel starts the kernel o asks for.
 func newKernel(ctx context.Context, o *execOptions) (*kernel.Client, error) {
-	cfg := kernel.LocalConfig{DataDir: o.dataDir}
+	cfg := kernel.LocalConfig{DataDir: o.dataDir, LinkData: o.dataLink}
 	var tr *kernel.Local
 	var err error
 	switch o.lang {
@@ -185,14 +191,26 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}()
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
+	count := 0
 	for i, code := range o.cells {
 		res, err := k.Execute(ctx, code, kernel.ExecOptions{Timeout: o.timeout, MaxOutputBytes: o.maxOutput})
 		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("interrupted at cell %d of %d: %w", i+1, len(o.cells), ctx.Err())
+			if !o.json { // show which cell it was
+				if i > 0 {
+					fmt.Fprintln(stdout)
+				}
+				io.WriteString(stdout, session.Cell{Code: code, Result: kernel.Result{Count: count + 1}}.Render())
 			}
-			return fmt.Errorf("cell %d of %d: %w", i+1, len(o.cells), err)
+			skipped := ""
+			if rest := len(o.cells) - i - 1; rest > 0 {
+				skipped = fmt.Sprintf(" (%d later cell(s) not run)", rest)
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted at cell %d of %d%s: %w", i+1, len(o.cells), skipped, ctx.Err())
+			}
+			return fmt.Errorf("cell %d of %d%s: %w", i+1, len(o.cells), skipped, err)
 		}
+		count = res.Count
 		if o.json {
 			if err := enc.Encode(execRecord{Code: code, Result: res}); err != nil {
 				return err
