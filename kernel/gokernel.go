@@ -481,7 +481,7 @@ func (k *goKernel) run(ctx context.Context, cell, code string, timeout time.Dura
 
 func (k *goKernel) timedOut(timeout time.Duration) (Status, *ErrorInfo) {
 	return StatusTimeout, &ErrorInfo{
-		Name: "TimeoutError",
+		Name: "CellTimeout",
 		Value: fmt.Sprintf("the cell ran longer than its %v timeout and was interrupted; "+
 			"variables from earlier cells are kept", timeout),
 	}

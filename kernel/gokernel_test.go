@@ -338,7 +338,7 @@ func TestGoKernelTimeout(t *testing.T) {
 		res := s.send(Request{Op: OpExec, Code: code, TimeoutMS: 300})
 		assert.Equal(t, StatusTimeout, res.Status, "cell %q", code)
 		require.NotNil(t, res.Error)
-		assert.Equal(t, "TimeoutError", res.Error.Name)
+		assert.Equal(t, "CellTimeout", res.Error.Name)
 		assert.Contains(t, res.Error.Value, "300ms")
 		assert.GreaterOrEqual(t, res.ElapsedMS, int64(300))
 		// yaegi stops the interpreted loop; the namespace survives.

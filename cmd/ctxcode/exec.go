@@ -60,7 +60,7 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 	fs.BoolVar(&o.json, "json", false, "print one JSON result per cell instead of IPython-style text")
 	fs.StringVar(&o.python, "python", "", "Python interpreter for --sandbox local (default: python3 on PATH, or $CTXCODE_PYTHON)")
 	fs.BoolVar(&o.noIPython, "no-ipython", false, "use the driver's standard-library path even when IPython is installed")
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return nil, err
 	}
 	var err error
@@ -93,6 +93,9 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 		}
 	}
 	for _, c := range fs.Args() {
+		if name, _, _ := strings.Cut(strings.TrimLeft(c, "-"), "="); strings.HasPrefix(c, "-") && fs.Lookup(name) != nil {
+			return nil, usagef("exec: flag %s comes after the cells; put flags first: ctxcode exec [flags] -- CELL ...", c)
+		}
 		if strings.TrimSpace(c) != "" {
 			o.cells = append(o.cells, c)
 		}

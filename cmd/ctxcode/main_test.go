@@ -111,6 +111,7 @@ func TestExecUsageErrors(t *testing.T) {
 		{"bad timeout", []string{"exec", "--timeout", "0s", "--", "1"}, "--timeout must be positive"},
 		{"unknown flag", []string{"exec", "--frobnicate"}, "flag provided but not defined: -frobnicate"},
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"flag after cells", []string{"exec", "--", "1", "--timeout", "1s"}, "flag --timeout comes after the cells"},
 		{"kernel serve python", []string{"kernel", "serve", "--lang", "python"}, "not served by ctxcode"},
 	}
 	for _, tt := range tests {
@@ -118,6 +119,7 @@ func TestExecUsageErrors(t *testing.T) {
 			got := runCLI(t, "", tt.args...)
 			assert.Equal(t, exitUsage, got.code)
 			assert.Contains(t, got.stderr, tt.want)
+			assert.NotContains(t, got.stderr, "Flags:", "an error is one message, not the whole help")
 			assert.Empty(t, got.stdout)
 		})
 	}

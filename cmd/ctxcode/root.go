@@ -83,27 +83,33 @@ func report(err error, stderr io.Writer) int {
 	}
 }
 
-// newFlagSet makes a flag set whose errors come back as usage errors and
-// whose help goes to stderr with the command's usage line.
-func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // parse errors are reported once, by report
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "%s\nFlags:\n", usage)
-		fs.SetOutput(stderr)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
-	return fs
+// flagSet is a command's flags with its usage text.
+type flagSet struct {
+	*flag.FlagSet
+	usage  string
+	stderr io.Writer
 }
 
-// parseFlags parses args, turning flag errors into usage errors.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("%s: %v (run \"ctxcode %s -h\" for help)", fs.Name(), err, fs.Name())
+// newFlagSet makes a flag set whose errors come back once, as usage errors.
+func newFlagSet(name, usage string, stderr io.Writer) *flagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &flagSet{FlagSet: fs, usage: usage, stderr: stderr}
+}
+
+// parse parses args: -h prints the usage and the flags; a bad flag is a
+// usage error that points at -h.
+func (fs *flagSet) parse(args []string) error {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintf(fs.stderr, "%s\nFlags:\n", fs.usage)
+		fs.SetOutput(fs.stderr)
+		fs.PrintDefaults()
+		return err
 	}
-	return nil
+	return usagef("%s: %v (run \"ctxcode %s -h\" for help)", fs.Name(), err, fs.Name())
 }
