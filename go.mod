@@ -7,4 +7,7 @@ require (
 	github.com/traefik/yaegi v0.16.1
 )
 
-require go.yaml.in/yaml/v3 v3.0.5 // indirect
+require (
+	github.com/docker/docker v28.5.2+incompatible // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)

@@ -45,6 +45,8 @@ type Exit struct {
 	StderrTail string // the last bytes the process wrote to its stderr
 }
 
+// String says how the process ended, e.g. "died: exited with status 3" or
+// "killed: out of memory (limit 2 GiB)", then the tail of its stderr.
 func (e Exit) String() string {
 	var b strings.Builder
 	switch {
@@ -53,9 +55,9 @@ func (e Exit) String() string {
 	case e.OOMKilled:
 		b.WriteString("killed: out of memory")
 	case e.Signal != "":
-		fmt.Fprintf(&b, "killed by signal %s", e.Signal)
+		fmt.Fprintf(&b, "died: killed by signal %s", e.Signal)
 	default:
-		fmt.Fprintf(&b, "exited with status %d", e.Code)
+		fmt.Fprintf(&b, "died: exited with status %d", e.Code)
 	}
 	if tail := strings.TrimSpace(e.StderrTail); tail != "" {
 		fmt.Fprintf(&b, "; its stderr ended with:\n%s", tail)
@@ -82,7 +84,7 @@ type DeadError struct {
 }
 
 func (e *DeadError) Error() string {
-	return fmt.Sprintf("%s kernel died: %s", e.Lang, e.Exit)
+	return fmt.Sprintf("%s kernel %s", e.Lang, e.Exit)
 }
 
 // DeadlineError reports a cell that did not answer by its hard deadline

@@ -280,9 +280,13 @@ func (c *localConn) Close() error {
 	return nil
 }
 
+// NewTailBuffer returns a writer that keeps the first and the last bytes
+// written to it, max bytes in all, for the stderr of a kernel process.
+func NewTailBuffer(max int) io.Writer { return &tailBuffer{max: max} }
+
 // tailBuffer keeps the first and the last bytes written to it, max in all:
 // a crash report's cause is at its start (Go's "fatal error: ..." before the
-// goroutine dump), a Python traceback's at its end.
+// goroutine dump), a Python traceback's at its end. String returns them.
 type tailBuffer struct {
 	mu      sync.Mutex
 	max     int
