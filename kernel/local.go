@@ -161,7 +161,7 @@ func (l *Local) Start(ctx context.Context) (_ Conn, err error) {
 	cmd.Dir = dir
 	cmd.Env = l.env(dir)
 	cmd.Stdin, cmd.Stdout = inR, outW
-	tail := &tailBuffer{max: l.cfg.StderrTail}
+	tail := &TailBuffer{max: l.cfg.StderrTail}
 	cmd.Stderr = tail
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd) }
@@ -223,7 +223,7 @@ func killGroup(cmd *exec.Cmd) error {
 	return err
 }
 
-func exitOf(cmd *exec.Cmd, werr error, tail *tailBuffer) Exit {
+func exitOf(cmd *exec.Cmd, werr error, tail *TailBuffer) Exit {
 	e := Exit{Code: -1, StderrTail: tail.String()}
 	if st := cmd.ProcessState; st != nil {
 		e.Code = st.ExitCode()
@@ -240,7 +240,7 @@ type localConn struct {
 	cmd    *exec.Cmd
 	in     *os.File
 	out    *os.File
-	tail   *tailBuffer
+	tail   *TailBuffer
 	cancel context.CancelFunc
 	grace  time.Duration
 
@@ -280,14 +280,13 @@ func (c *localConn) Close() error {
 	return nil
 }
 
-// NewTailBuffer returns a writer that keeps the first and the last bytes
-// written to it, max bytes in all, for the stderr of a kernel process.
-func NewTailBuffer(max int) io.Writer { return &tailBuffer{max: max} }
+// NewTailBuffer returns a TailBuffer that keeps max bytes in all.
+func NewTailBuffer(max int) *TailBuffer { return &TailBuffer{max: max} }
 
-// tailBuffer keeps the first and the last bytes written to it, max in all:
+// TailBuffer keeps the first and the last bytes written to it, max in all:
 // a crash report's cause is at its start (Go's "fatal error: ..." before the
 // goroutine dump), a Python traceback's at its end. String returns them.
-type tailBuffer struct {
+type TailBuffer struct {
 	mu      sync.Mutex
 	max     int
 	head    []byte
@@ -295,7 +294,7 @@ type tailBuffer struct {
 	dropped int64
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+func (t *TailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := len(p)
@@ -314,7 +313,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-func (t *tailBuffer) String() string {
+func (t *TailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := string(t.head)

@@ -482,7 +482,7 @@ func TestStartFailsClearly(t *testing.T) {
 }
 
 func TestTailBufferKeepsHeadAndTail(t *testing.T) {
-	tb := &tailBuffer{max: 40}
+	tb := &TailBuffer{max: 40}
 	for i := range 100 {
 		fmt.Fprintf(tb, "line %02d\n", i)
 	}
@@ -490,7 +490,7 @@ func TestTailBufferKeepsHeadAndTail(t *testing.T) {
 	assert.True(t, strings.HasPrefix(s, "line 00\nli"), s)
 	assert.True(t, strings.HasSuffix(s, "line 99\n"), s)
 	assert.Contains(t, s, "bytes dropped]")
-	small := &tailBuffer{max: 40}
+	small := &TailBuffer{max: 40}
 	fmt.Fprint(small, "short")
 	assert.Equal(t, "short", small.String())
 }

@@ -33,16 +33,13 @@ Examples:
 `
 
 type execOptions struct {
-	sandbox    string
+	sandbox    sandboxFlags
 	lang       kernel.Language
 	dataDir    string
-	dataLink   bool
 	prefix     string
 	timeout    time.Duration
 	maxOutput  int
 	json       bool
-	python     string
-	noIPython  bool
 	cells      []string
 	cellsStdin bool
 }
@@ -51,15 +48,12 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 	o := &execOptions{}
 	fs := newFlagSet("exec", execUsage, stderr)
 	lang := fs.String("lang", "python", "kernel language: python or go")
-	fs.StringVar(&o.sandbox, "sandbox", "local", "where the kernel runs: local (a host process) or docker")
-	fs.StringVar(&o.dataDir, "data", "", "data folder, shown to the kernel as data/ (a read-only copy)")
-	fs.BoolVar(&o.dataLink, "data-link", false, "show --data by a link instead of a copy: no copying, but cells can change your files")
+	o.sandbox.register(fs)
+	fs.StringVar(&o.dataDir, "data", "", "data folder, shown to the kernel read-only as data/")
 	fs.StringVar(&o.prefix, "prefix", "", "session prefix to run first (comes with the prefixes feature)")
 	fs.DurationVar(&o.timeout, "timeout", kernel.DefaultTimeout, "soft time limit per cell; the kernel is killed at this plus a 2s grace")
 	fs.IntVar(&o.maxOutput, "max-output", kernel.DefaultMaxOutputBytes, "bytes of stdout, stderr and value kept per cell (head and tail)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON result per cell instead of IPython-style text")
-	fs.StringVar(&o.python, "python", "", "Python interpreter for --sandbox local (default: python3 on PATH, or $CTXCODE_PYTHON)")
-	fs.BoolVar(&o.noIPython, "no-ipython", false, "use the driver's standard-library path even when IPython is installed")
 	if err := fs.parse(args); err != nil {
 		return nil, err
 	}
@@ -67,12 +61,8 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 	if o.lang, err = kernel.ParseLanguage(*lang); err != nil {
 		return nil, usagef("--lang: %v", err)
 	}
-	switch o.sandbox {
-	case "local":
-	case "docker":
-		return nil, usagef("--sandbox docker is not available yet (it comes with the sandbox feature); use --sandbox local")
-	default:
-		return nil, usagef("--sandbox %q: expected docker or local", o.sandbox)
+	if err := o.sandbox.check(); err != nil {
+		return nil, err
 	}
 	if o.prefix != "" {
 		return nil, usagef("--prefix is not available yet (it comes with the prefixes feature)")
@@ -82,9 +72,6 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 	}
 	if o.maxOutput < 64 {
 		return nil, usagef("--max-output must be at least 64 bytes, got %d", o.maxOutput)
-	}
-	if o.python == "" {
-		o.python = os.Getenv("CTXCODE_PYTHON")
 	}
 	if o.dataDir != "" {
 		st, err := os.Stat(o.dataDir)
@@ -146,32 +133,6 @@ func readCells(r io.Reader) ([]string, error) {
 	return cells, sc.Err()
 }
 
-// newKernel starts the kernel o asks for.
-func newKernel(ctx context.Context, o *execOptions) (*kernel.Client, error) {
-	cfg := kernel.LocalConfig{DataDir: o.dataDir, LinkData: o.dataLink}
-	var tr *kernel.Local
-	var err error
-	switch o.lang {
-	case kernel.Go:
-		exe, eerr := os.Executable()
-		if eerr != nil {
-			return nil, fmt.Errorf("find the ctxcode binary to serve the Go kernel: %w", eerr)
-		}
-		cfg.Argv = []string{exe, "kernel", "serve", "--lang", "go"}
-		tr, err = kernel.NewLocal(cfg)
-	default:
-		python, perr := kernel.FindPython(o.python)
-		if perr != nil {
-			return nil, perr
-		}
-		tr, err = kernel.NewLocalPython(python, o.noIPython, cfg)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return kernel.Start(ctx, o.lang, tr, kernel.ClientOptions{})
-}
-
 // execRecord is one line of exec --json.
 type execRecord struct {
 	Code string `json:"code"`
@@ -183,7 +144,12 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
-	k, err := newKernel(ctx, o)
+	tr, cleanup, err := o.sandbox.transport(ctx, o.lang, o.dataDir, stderr)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	k, err := kernel.Start(ctx, o.lang, tr, kernel.ClientOptions{})
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ Usage:
 
 Commands:
   exec      run cells in a fresh kernel and print them IPython style
+  sandbox   build the kernel image, check Docker, remove leftover containers
   version   print the version
   help      print help for a command
 
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runExec(ctx, rest, stdin, stdout, stderr)
 	case "kernel":
 		err = runKernel(ctx, rest, stdout, stderr)
+	case "sandbox":
+		err = runSandbox(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "ctxcode", version)
 	case "help", "-h", "-help", "--help":

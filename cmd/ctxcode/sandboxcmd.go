@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ctxcode/ctxcode/sandbox"
+)
+
+const sandboxUsage = `Usage:
+  ctxcode sandbox build [--mirror URL]        build the kernel image (offline, from Debian packages)
+  ctxcode sandbox status                      is Docker reachable, is the image there, which containers live
+  ctxcode sandbox prune [--older-than D] [--dry-run]
+                                              remove containers left by ctxcode processes that are gone
+
+The kernel image is ` + "`ctxcode-kernel:<recipe hash>`" + `: Debian's python3, python3-ipython and
+python3-pandas, put together with debootstrap (needs root) and docker import. Where Docker can
+pull images, sandbox/Dockerfile builds an equivalent: docker build -t <that tag> sandbox/
+`
+
+func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usagef("sandbox: missing subcommand\n\n%s", sandboxUsage)
+	}
+	switch args[0] {
+	case "build":
+		fs := newFlagSet("sandbox build", sandboxUsage, stderr)
+		mirror := fs.String("mirror", "", "Debian mirror (default: the one in this host's apt sources)")
+		if err := fs.parse(args[1:]); err != nil {
+			return err
+		}
+		cli, err := sandbox.Connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		start := time.Now()
+		built, err := sandbox.Build(ctx, cli, sandbox.BuildOptions{Mirror: *mirror, Progress: stderr})
+		if err != nil {
+			return err
+		}
+		if built {
+			fmt.Fprintf(stdout, "built %s in %s\n", sandbox.KernelImage(), time.Since(start).Round(time.Second))
+		} else {
+			fmt.Fprintf(stdout, "%s is already there\n", sandbox.KernelImage())
+		}
+		return nil
+	case "status":
+		fs := newFlagSet("sandbox status", sandboxUsage, stderr)
+		if err := fs.parse(args[1:]); err != nil {
+			return err
+		}
+		cli, err := sandbox.Connect(ctx)
+		if err != nil {
+			fmt.Fprintf(stdout, "docker: not reachable (%v)\n", err)
+			return nil
+		}
+		defer cli.Close()
+		fmt.Fprintf(stdout, "docker: reachable at %s (API %s)\n", cli.DaemonHost(), cli.ClientVersion())
+		ok, err := sandbox.ImageExists(ctx, cli, sandbox.KernelImage())
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			fmt.Fprintf(stdout, "image: %s present\n", sandbox.KernelImage())
+		default:
+			fmt.Fprintf(stdout, "image: %s missing (run: ctxcode sandbox build)\n", sandbox.KernelImage())
+		}
+		cs, err := sandbox.List(ctx, cli, 0)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "containers: %d\n", len(cs))
+		for _, c := range cs {
+			state := "in use"
+			if c.Reason != "" {
+				state = "orphan: " + c.Reason
+			}
+			fmt.Fprintf(stdout, "  %.12s session %s, created %s, %s\n", c.ID, c.Session, c.Created.Format(time.RFC3339), state)
+		}
+		return nil
+	case "prune":
+		fs := newFlagSet("sandbox prune", sandboxUsage, stderr)
+		older := fs.Duration("older-than", 0, "also remove containers older than this, even if their process lives (e.g. 24h)")
+		dry := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
+		if err := fs.parse(args[1:]); err != nil {
+			return err
+		}
+		cli, err := sandbox.Connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		removed, err := sandbox.Prune(ctx, cli, sandbox.PruneOptions{OlderThan: *older, DryRun: *dry})
+		verb := "removed"
+		if *dry {
+			verb = "would remove"
+		}
+		for _, o := range removed {
+			fmt.Fprintf(stdout, "%s %.12s (session %s): %s\n", verb, o.ID, o.Session, o.Reason)
+		}
+		if len(removed) == 0 {
+			fmt.Fprintln(stdout, "no orphaned containers")
+		}
+		return err
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, sandboxUsage)
+		return nil
+	}
+	return usagef("sandbox: unknown subcommand %q\n\n%s", args[0], sandboxUsage)
+}

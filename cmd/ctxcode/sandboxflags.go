@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/sandbox"
+)
+
+// sandboxFlags are the flags of every command that starts kernels.
+type sandboxFlags struct {
+	kind         string // "", "docker" or "local"
+	image        string
+	network      string
+	memory       byteSize
+	cpus         float64
+	pids         int64
+	tmpSize      byteSize
+	user         string
+	writableRoot bool
+	keepCaps     bool
+	python       string
+	noIPython    bool
+	dataLink     bool
+}
+
+func (s *sandboxFlags) register(fs *flagSet) {
+	def := sandbox.DefaultConfig()
+	s.memory, s.tmpSize = byteSize(def.Memory), byteSize(def.TmpSize)
+	fs.StringVar(&s.kind, "sandbox", "", "where kernels run: docker (isolated; the default when Docker is reachable) or local (this host, not isolated)")
+	fs.StringVar(&s.image, "image", "", "docker: image to run the kernel in, any with python3 (default "+def.Image+")")
+	fs.StringVar(&s.network, "network", def.Network, "docker: network mode")
+	fs.Var(&s.memory, "memory", "docker: memory limit, swap included (e.g. 512m, 2g)")
+	fs.Float64Var(&s.cpus, "cpus", def.CPUs, "docker: CPU quota")
+	fs.Int64Var(&s.pids, "pids", def.Pids, "docker: most processes in the container")
+	fs.Var(&s.tmpSize, "tmp-size", "docker: size of the /tmp tmpfs")
+	fs.StringVar(&s.user, "user", def.User, "docker: user:group the kernel runs as")
+	fs.BoolVar(&s.writableRoot, "writable-root", false, "docker: leave the root filesystem writable")
+	fs.BoolVar(&s.keepCaps, "keep-caps", false, "docker: keep Docker's default capabilities instead of dropping all")
+	fs.StringVar(&s.python, "python", "", "local: Python interpreter (default: python3 on PATH, or $CTXCODE_PYTHON)")
+	fs.BoolVar(&s.noIPython, "no-ipython", false, "local: use the driver's standard-library path even when IPython is installed")
+	fs.BoolVar(&s.dataLink, "data-link", false, "local: show --data by a link instead of a read-only copy (cells can then change your files)")
+}
+
+func (s *sandboxFlags) check() error {
+	switch s.kind {
+	case "", "docker", "local":
+	default:
+		return usagef("--sandbox %q: expected docker or local", s.kind)
+	}
+	if s.python == "" {
+		s.python = os.Getenv("CTXCODE_PYTHON")
+	}
+	return nil
+}
+
+// transport picks and makes the transport for lang: Docker when asked or
+// when reachable; the host only when --sandbox local says so. The cleanup
+// function closes the Docker client.
+func (s *sandboxFlags) transport(ctx context.Context, lang kernel.Language, dataDir string, stderr io.Writer) (kernel.Transport, func(), error) {
+	noop := func() {}
+	if s.kind == "local" {
+		fmt.Fprintln(stderr, "ctxcode: warning: --sandbox local runs the cells on this host, without isolation")
+		return s.local(lang, dataDir)
+	}
+	cli, err := sandbox.Connect(ctx)
+	if err != nil {
+		if s.kind == "" {
+			return nil, noop, fmt.Errorf("%w\n(cells are never run on this host unless you say so with --sandbox local)", err)
+		}
+		return nil, noop, err
+	}
+	cleanup := func() { _ = cli.Close() }
+	if err := sandbox.Sweep(ctx, cli); err != nil {
+		fmt.Fprintf(stderr, "ctxcode: warning: removing leftover containers: %v\n", err)
+	}
+	cfg := sandbox.DefaultConfig()
+	if s.image != "" {
+		cfg.Image = s.image
+	}
+	cfg.DataDir, cfg.Network, cfg.Memory, cfg.CPUs, cfg.Pids = dataDir, s.network, int64(s.memory), s.cpus, s.pids
+	cfg.TmpSize, cfg.User, cfg.WritableRoot, cfg.KeepCaps = int64(s.tmpSize), s.user, s.writableRoot, s.keepCaps
+	var tr kernel.Transport
+	if lang == kernel.Go {
+		exe, eerr := os.Executable()
+		if eerr != nil {
+			cleanup()
+			return nil, noop, eerr
+		}
+		tr, err = sandbox.NewGo(cli, cfg, exe)
+	} else {
+		tr, err = sandbox.NewPython(cli, cfg)
+	}
+	if err != nil {
+		cleanup()
+		return nil, noop, err
+	}
+	return tr, cleanup, nil
+}
+
+func (s *sandboxFlags) local(lang kernel.Language, dataDir string) (kernel.Transport, func(), error) {
+	noop := func() {}
+	cfg := kernel.LocalConfig{DataDir: dataDir, LinkData: s.dataLink}
+	if lang == kernel.Go {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, noop, fmt.Errorf("find the ctxcode binary to serve the Go kernel: %w", err)
+		}
+		cfg.Argv = []string{exe, "kernel", "serve", "--lang", "go"}
+		tr, err := kernel.NewLocal(cfg)
+		return tr, noop, err
+	}
+	python, err := kernel.FindPython(s.python)
+	if err != nil {
+		return nil, noop, err
+	}
+	tr, err := kernel.NewLocalPython(python, s.noIPython, cfg)
+	return tr, noop, err
+}
+
+// byteSize is a flag for sizes such as 512m or 2g (powers of 1024).
+type byteSize int64
+
+func (b *byteSize) String() string {
+	const gib, mib = 1 << 30, 1 << 20
+	switch n := int64(*b); {
+	case n > 0 && n%gib == 0:
+		return strconv.FormatInt(n/gib, 10) + "g"
+	case n > 0 && n%mib == 0:
+		return strconv.FormatInt(n/mib, 10) + "m"
+	default:
+		return strconv.FormatInt(n, 10)
+	}
+}
+
+func (b *byteSize) Set(s string) error {
+	mult := int64(1)
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "ib"), "b")
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'k':
+			mult = 1 << 10
+		case 'm':
+			mult = 1 << 20
+		case 'g':
+			mult = 1 << 30
+		}
+		if mult > 1 {
+			t = t[:len(t)-1]
+		}
+	}
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q is not a size: expected a number with an optional unit k, m or g (e.g. 512m)", s)
+	}
+	*b = byteSize(n * float64(mult))
+	return nil
+}

@@ -1,0 +1,423 @@
+package sandbox
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/ctxcode/ctxcode/kernel"
+)
+
+// Paths inside the container.
+const (
+	WorkDir  = "/session"
+	DataPath = "/session/data"
+	// binPath is where the ctxcode binary is mounted for the Go kernel.
+	binPath = "/opt/ctxcode/ctxcode"
+)
+
+// Docker starts kernels in containers. It is a kernel.Transport.
+type Docker struct {
+	cli  *client.Client
+	cfg  Config
+	argv []string
+	bind []string // extra read-only binds host:container
+}
+
+var _ kernel.Transport = (*Docker)(nil)
+
+// NewPython is a transport for the Python kernel in containers made by cfg.
+func NewPython(cli *client.Client, cfg Config) (*Docker, error) {
+	return newDocker(cli, cfg, kernel.PythonArgv("python3"), nil)
+}
+
+// NewGo is a transport for the Go kernel: the ctxcode binary at exe is
+// mounted read-only into the container and serves the kernel there. It
+// needs a local daemon and an image whose C library can run the binary
+// (the kernel image can).
+func NewGo(cli *client.Client, cfg Config, exe string) (*Docker, error) {
+	if Remote(cli) {
+		return nil, errors.New("the Go kernel runs the ctxcode binary in the container, which needs a local Docker daemon; use --sandbox local for Go with a remote daemon")
+	}
+	return newDocker(cli, cfg, []string{binPath, "kernel", "serve", "--lang", "go"}, []string{exe + ":" + binPath})
+}
+
+func newDocker(cli *client.Client, cfg Config, argv, bind []string) (*Docker, error) {
+	def := DefaultConfig()
+	if cfg.Image == "" {
+		cfg.Image = def.Image
+	}
+	if cfg.Network == "" {
+		cfg.Network = def.Network
+	}
+	if cfg.User == "" {
+		cfg.User = def.User
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = def.StopGrace
+	}
+	if cfg.StderrTail <= 0 {
+		cfg.StderrTail = def.StderrTail
+	}
+	if cfg.Session == "" {
+		cfg.Session = NewSessionID()
+	}
+	if cfg.DataDir != "" {
+		abs, err := filepath.Abs(cfg.DataDir)
+		if err != nil {
+			return nil, fmt.Errorf("data folder %q: %w", cfg.DataDir, err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("data folder %q is not a folder", cfg.DataDir)
+		}
+		cfg.DataDir = abs
+	}
+	if Remote(cli) {
+		cfg.CopyData = true
+	}
+	return &Docker{cli: cli, cfg: cfg, argv: argv, bind: bind}, nil
+}
+
+// Config is the configuration containers are made with.
+func (d *Docker) Config() Config { return d.cfg }
+
+// NewSessionID returns a fresh random session id.
+func NewSessionID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (d *Docker) labels() map[string]string {
+	host, _ := os.Hostname()
+	return map[string]string{
+		LabelSession: d.cfg.Session,
+		LabelCreated: strconv.FormatInt(time.Now().Unix(), 10),
+		LabelPID:     strconv.Itoa(os.Getpid()),
+		LabelHost:    host,
+	}
+}
+
+// Start creates, attaches and starts one kernel container. On any failure
+// it removes what it made.
+func (d *Docker) Start(ctx context.Context) (_ kernel.Conn, err error) {
+	var volumeName string
+	var id string
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, teardown(d.cli, id, volumeName))
+		}
+	}()
+	if ok, ierr := ImageExists(ctx, d.cli, d.cfg.Image); ierr != nil {
+		return nil, ierr
+	} else if !ok {
+		return nil, &ImageError{Image: d.cfg.Image}
+	}
+
+	var mounts []mount.Mount
+	if d.cfg.DataDir != "" {
+		if d.cfg.CopyData {
+			if volumeName, err = d.copyDataToVolume(ctx); err != nil {
+				return nil, err
+			}
+			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: volumeName, Target: DataPath, ReadOnly: true})
+		} else {
+			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: d.cfg.DataDir, Target: DataPath, ReadOnly: true})
+		}
+	}
+	for _, b := range d.bind {
+		src, dst, _ := strings.Cut(b, ":")
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: dst, ReadOnly: true})
+	}
+
+	created, err := d.cli.ContainerCreate(ctx, d.containerConfig(), d.hostConfig(mounts), nil, nil, "")
+	if err != nil {
+		if isNotFound(err) {
+			return nil, &ImageError{Image: d.cfg.Image}
+		}
+		return nil, fmt.Errorf("create kernel container: %w", err)
+	}
+	id = created.ID
+
+	hijack, err := d.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, fmt.Errorf("attach to kernel container: %w", err)
+	}
+	c := newConn(d, id, volumeName, hijack)
+	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		hijack.Close()
+		return nil, fmt.Errorf("start kernel container: %w", err)
+	}
+	go c.wait()
+	return c, nil
+}
+
+func (d *Docker) containerConfig() *container.Config {
+	return &container.Config{
+		Image:        d.cfg.Image,
+		Cmd:          d.argv,
+		Entrypoint:   []string{},
+		User:         d.cfg.User,
+		WorkingDir:   WorkDir,
+		Labels:       d.labels(),
+		OpenStdin:    true,
+		StdinOnce:    true,
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		// Set here, so nothing of the host's environment can ever reach it.
+		Env: []string{
+			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"HOME=/tmp",
+			"LANG=C.UTF-8",
+			"IPYTHONDIR=/tmp/.ipython",
+			"MPLCONFIGDIR=/tmp/.matplotlib",
+			"MPLBACKEND=Agg",
+			"TERM=dumb",
+		},
+		NetworkDisabled: d.cfg.Network == "none",
+	}
+}
+
+func (d *Docker) hostConfig(mounts []mount.Mount) *container.HostConfig {
+	init := true
+	hc := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(d.cfg.Network),
+		ReadonlyRootfs: !d.cfg.WritableRoot,
+		SecurityOpt:    []string{"no-new-privileges"},
+		Init:           &init,
+		Mounts:         mounts,
+		Tmpfs:          map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", d.cfg.TmpSize)},
+	}
+	if !d.cfg.KeepCaps {
+		hc.CapDrop = []string{"ALL"}
+	}
+	if d.cfg.TmpSize <= 0 {
+		hc.Tmpfs = map[string]string{"/tmp": "rw,nosuid,nodev,mode=1777"}
+	}
+	if d.cfg.Memory > 0 {
+		hc.Resources.Memory = d.cfg.Memory
+		hc.Resources.MemorySwap = d.cfg.Memory // no swap beyond the memory limit
+	}
+	if d.cfg.CPUs > 0 {
+		hc.Resources.NanoCPUs = int64(d.cfg.CPUs * 1e9)
+	}
+	if d.cfg.Pids > 0 {
+		pids := d.cfg.Pids
+		hc.Resources.PidsLimit = &pids
+	}
+	return hc
+}
+
+// copyDataToVolume fills a fresh volume with the data folder, for daemons
+// that cannot see the host's folders.
+func (d *Docker) copyDataToVolume(ctx context.Context) (name string, err error) {
+	vol, err := d.cli.VolumeCreate(ctx, volume.CreateOptions{Labels: d.labels()})
+	if err != nil {
+		return "", fmt.Errorf("create data volume: %w", err)
+	}
+	name = vol.Name
+	helper, err := d.cli.ContainerCreate(ctx,
+		&container.Config{Image: d.cfg.Image, Cmd: []string{"true"}, Entrypoint: []string{}, Labels: d.labels(), NetworkDisabled: true},
+		&container.HostConfig{NetworkMode: "none", Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: "/data"}}},
+		nil, nil, "")
+	if err != nil {
+		return name, fmt.Errorf("create data copier: %w", err)
+	}
+	defer func() { err = errors.Join(err, teardown(d.cli, helper.ID, "")) }()
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(tarReadOnly(pw, d.cfg.DataDir)) }()
+	if err := d.cli.CopyToContainer(ctx, helper.ID, "/data", pr, container.CopyToContainerOptions{}); err != nil {
+		pr.CloseWithError(err)
+		return name, fmt.Errorf("copy data into the volume: %w", err)
+	}
+	return name, nil
+}
+
+// tarReadOnly writes the tree at dir as a tar of read-only, root-owned entries.
+func tarReadOnly(w io.Writer, dir string) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		info, err := os.Stat(path)
+		if err != nil {
+			return nil // a dangling link
+		}
+		hdr := &tar.Header{Name: filepath.ToSlash(rel), ModTime: info.ModTime(), Format: tar.FormatPAX}
+		switch {
+		case info.IsDir():
+			if e.Type()&os.ModeSymlink != 0 {
+				return nil
+			}
+			hdr.Typeflag, hdr.Name, hdr.Mode = tar.TypeDir, hdr.Name+"/", 0o555
+			return tw.WriteHeader(hdr)
+		case info.Mode().IsRegular():
+			hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, 0o444, info.Size()
+			if err := tw.WriteHeader(hdr); err != nil {
+				return err
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.CopyN(tw, f, info.Size())
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// conn is one running kernel container.
+type conn struct {
+	d      *Docker
+	id     string
+	volume string
+	hijack types.HijackedResponse
+	stdout *io.PipeReader
+	tail   *kernel.TailBuffer
+	demuxed chan struct{} // closed when the attach stream has ended
+
+	done chan struct{}
+	exit kernel.Exit
+
+	killed    chan struct{}
+	killOnce  sync.Once
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ kernel.Conn = (*conn)(nil)
+
+func newConn(d *Docker, id, volume string, hijack types.HijackedResponse) *conn {
+	pr, pw := io.Pipe()
+	c := &conn{d: d, id: id, volume: volume, hijack: hijack, stdout: pr,
+		tail:    kernel.NewTailBuffer(d.cfg.StderrTail),
+		demuxed: make(chan struct{}), done: make(chan struct{}), killed: make(chan struct{})}
+	go func() {
+		_, err := stdcopy.StdCopy(pw, c.tail, hijack.Reader)
+		pw.CloseWithError(err)
+		close(c.demuxed)
+	}()
+	return c
+}
+
+// wait owns the container's end: it waits for the exit, inspects it (OOM
+// and exit code are only there before removal) and closes done.
+func (c *conn) wait() {
+	ctx := context.Background()
+	waitC, errC := c.d.cli.ContainerWait(ctx, c.id, container.WaitConditionNotRunning)
+	e := kernel.Exit{Code: -1, MemLimit: c.d.cfg.Memory}
+	select {
+	case r := <-waitC:
+		e.Code = int(r.StatusCode)
+	case err := <-errC:
+		e.StderrTail = "wait for the container: " + err.Error()
+	}
+	if info, err := c.d.cli.ContainerInspect(ctx, c.id); err == nil && info.State != nil {
+		e.Code = info.State.ExitCode
+		e.OOMKilled = info.State.OOMKilled
+	}
+	if e.Code > 128 && e.Code < 128+65 && !e.OOMKilled {
+		e.Signal = syscall.Signal(e.Code - 128).String()
+	}
+	select { // let the last of the output arrive
+	case <-c.demuxed:
+	case <-time.After(time.Second):
+	}
+	e.StderrTail = strings.TrimSpace(e.StderrTail + "\n" + c.tail.String())
+	c.exit = e
+	close(c.done)
+}
+
+func (c *conn) Read(p []byte) (int, error)  { return c.stdout.Read(p) }
+func (c *conn) Write(p []byte) (int, error) { return c.hijack.Conn.Write(p) }
+func (c *conn) Done() <-chan struct{}       { return c.done }
+
+func (c *conn) Exit() kernel.Exit {
+	<-c.done
+	return c.exit
+}
+
+// Kill stops the container at once (SIGKILL through the daemon).
+func (c *conn) Kill() error {
+	var err error
+	c.killOnce.Do(func() {
+		close(c.killed)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err = c.d.cli.ContainerKill(ctx, c.id, "KILL")
+		if isNotFound(err) || (err != nil && strings.Contains(err.Error(), "is not running")) {
+			err = nil
+		}
+	})
+	return err
+}
+
+// Close ends the kernel: its input closes, it gets StopGrace to finish,
+// then it is killed; the container (and its data volume) is removed.
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() {
+		_ = c.hijack.CloseWrite()
+		select {
+		case <-c.done:
+		case <-time.After(c.d.cfg.StopGrace):
+			_ = c.Kill()
+			select {
+			case <-c.done:
+			case <-time.After(10 * time.Second):
+			}
+		}
+		c.hijack.Close()
+		_ = c.stdout.Close()
+		c.closeErr = teardown(c.d.cli, c.id, c.volume)
+	})
+	return c.closeErr
+}
+
+// teardown removes a container and a volume; nil-safe and idempotent.
+func teardown(cli *client.Client, id, volumeName string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var errs []error
+	if id != "" {
+		if err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) &&
+			!strings.Contains(err.Error(), "is already in progress") {
+			errs = append(errs, fmt.Errorf("remove container %.12s: %w", id, err))
+		}
+	}
+	if volumeName != "" {
+		if err := cli.VolumeRemove(ctx, volumeName, true); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove volume %s: %w", volumeName, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,159 @@
+// Package sandbox runs kernels in hardened, networkless Docker containers.
+//
+// A sandboxed kernel is one container whose main process (under Docker's
+// init) is the kernel driver; the client speaks the kernel protocol over the
+// container's attached stdin and stdout, never through docker exec. Each
+// container has, unless the Config says otherwise: no network, no
+// capabilities, no-new-privileges, a read-only root filesystem, /tmp as a
+// 256 MiB tmpfs, 2 GiB of memory with no swap beyond it, one CPU, at most 256
+// processes, user 65534:65534, an environment with no host variable in it,
+// the data folder read-only at /session/data and /session as its working
+// directory, and no published ports.
+//
+// Every container carries the labels ctxcode.session (a session id),
+// ctxcode.created (unix seconds), ctxcode.pid and ctxcode.host (the process
+// that owns it), so Prune can remove what a crashed process left behind.
+// Teardown is idempotent: stop with a short grace, force remove, ignore
+// "not found".
+//
+// The kernel image (ctxcode-kernel:<content hash>) is built offline from
+// Debian packages with debootstrap and docker import (see Build); any image
+// with python3 works too, since the driver is injected on the command line.
+//
+// Non-goals: a container runtime of our own; isolation for the local
+// transport (package kernel), which runs code on the host.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/client"
+)
+
+// Labels put on every ctxcode container and image.
+const (
+	LabelSession = "ctxcode.session"
+	LabelCreated = "ctxcode.created"
+	LabelPID     = "ctxcode.pid"
+	LabelHost    = "ctxcode.host"
+	LabelImage   = "ctxcode.image"
+)
+
+// Config describes the containers a Docker transport starts. Start from
+// DefaultConfig; every field documents its default there.
+type Config struct {
+	// Image runs the kernel. It needs python3 (or, for the Go kernel,
+	// nothing: the ctxcode binary is mounted in). Default: KernelImage().
+	Image string
+	// DataDir is shown read-only at /session/data. Empty means no data.
+	DataDir string
+	// CopyData copies DataDir into a volume instead of bind-mounting it.
+	// It is forced on when the daemon is remote (DOCKER_HOST=tcp://...).
+	CopyData bool
+	// Network is the network mode. Default "none".
+	Network string
+	// Memory is the memory limit in bytes; swap is held to the same value.
+	// Default 2 GiB.
+	Memory int64
+	// CPUs is the CPU quota. Default 1.
+	CPUs float64
+	// Pids caps the processes in the container. Default 256.
+	Pids int64
+	// TmpSize is the size of the /tmp tmpfs in bytes. Default 256 MiB.
+	TmpSize int64
+	// User runs the kernel. Default "65534:65534" (nobody).
+	User string
+	// WritableRoot leaves the root filesystem writable. Default false.
+	WritableRoot bool
+	// KeepCaps keeps Docker's default capabilities instead of dropping all.
+	KeepCaps bool
+	// Session is the value of the ctxcode.session label. Default: a fresh id.
+	Session string
+	// StopGrace is how long Close waits for the kernel to end after its
+	// input closes before the container is killed. Default 2s.
+	StopGrace time.Duration
+	// StderrTail is how many bytes of the kernel's stderr are kept for
+	// error reports. Default 8 KiB.
+	StderrTail int
+}
+
+// DefaultConfig returns the hardened defaults.
+func DefaultConfig() Config {
+	return Config{
+		Image:      KernelImage(),
+		Network:    "none",
+		Memory:     2 << 30,
+		CPUs:       1,
+		Pids:       256,
+		TmpSize:    256 << 20,
+		User:       "65534:65534",
+		StopGrace:  2 * time.Second,
+		StderrTail: 8 << 10,
+	}
+}
+
+// DaemonError is a Docker daemon that cannot be reached.
+type DaemonError struct {
+	Host string
+	Err  error
+}
+
+func (e *DaemonError) Error() string {
+	return fmt.Sprintf("docker daemon not reachable at %s: %v; start Docker (or set DOCKER_HOST), "+
+		"or run on this host without isolation with --sandbox local", e.Host, e.Err)
+}
+
+func (e *DaemonError) Unwrap() error { return e.Err }
+
+// ImageError is a kernel image that is not there.
+type ImageError struct {
+	Image string
+}
+
+func (e *ImageError) Error() string {
+	if strings.HasPrefix(e.Image, ImageRepo+":") {
+		return fmt.Sprintf("kernel image %s not found: build it with `ctxcode sandbox build` (about 2 minutes, offline from Debian packages)", e.Image)
+	}
+	return fmt.Sprintf("image %s not found: pull or build it (any image with python3 works), or drop --image to use ctxcode's own", e.Image)
+}
+
+// PingTimeout bounds how long Connect waits for the daemon.
+const PingTimeout = 5 * time.Second
+
+// Connect returns a client for the daemon named by the environment
+// (DOCKER_HOST and friends), after checking within PingTimeout that it
+// answers.
+func Connect(ctx context.Context) (*client.Client, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, &DaemonError{Host: os.Getenv("DOCKER_HOST"), Err: err}
+	}
+	pctx, cancel := context.WithTimeout(ctx, PingTimeout)
+	defer cancel()
+	if _, err := cli.Ping(pctx); err != nil {
+		host := cli.DaemonHost()
+		_ = cli.Close()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s", PingTimeout)
+		}
+		return nil, &DaemonError{Host: host, Err: err}
+	}
+	cli.NegotiateAPIVersion(ctx)
+	return cli, nil
+}
+
+// Remote reports whether the daemon runs on another machine, where host
+// folders cannot be bind-mounted.
+func Remote(cli *client.Client) bool {
+	host := cli.DaemonHost()
+	return !strings.HasPrefix(host, "unix://") && !strings.HasPrefix(host, "npipe://")
+}
+
+func isNotFound(err error) bool {
+	return err != nil && client.IsErrNotFound(err)
+}
