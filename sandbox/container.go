@@ -298,12 +298,12 @@ func tarReadOnly(w io.Writer, dir string) error {
 
 // conn is one running kernel container.
 type conn struct {
-	d      *Docker
-	id     string
-	volume string
-	hijack types.HijackedResponse
-	stdout *io.PipeReader
-	tail   *kernel.TailBuffer
+	d       *Docker
+	id      string
+	volume  string
+	hijack  types.HijackedResponse
+	stdout  *io.PipeReader
+	tail    *kernel.TailBuffer
 	demuxed chan struct{} // closed when the attach stream has ended
 
 	done chan struct{}

@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
-# Installs what ctxcode's local kernels and tests need on a Debian host:
-# Python 3 with IPython and pandas. Does nothing when they are present.
+# Installs what ctxcode's kernels and tests need on a Debian host: Python 3
+# with IPython and pandas, and debootstrap where Docker is (to build the
+# kernel image). Does nothing when they are present.
 # In CI (CI set) a missing package that cannot be installed is an error.
 set -euo pipefail
 
 have() { "$1" -c 'import IPython, pandas' >/dev/null 2>&1; }
+pkgs=""
+found=""
 for py in python3 /usr/bin/python3; do
   if command -v "$py" >/dev/null 2>&1 && have "$py"; then
-    exit 0
+    found=1
   fi
 done
+[ -n "$found" ] || pkgs="python3 python3-ipython python3-pandas"
+# With Docker present, the kernel image is built offline with debootstrap.
+if command -v docker >/dev/null 2>&1 && ! command -v debootstrap >/dev/null 2>&1; then
+  pkgs="$pkgs debootstrap"
+fi
+[ -n "$pkgs" ] || exit 0
 
-pkgs="python3 python3-ipython python3-pandas"
 sudo=""
 if [ "$(id -u)" != 0 ]; then
   if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; fi
@@ -22,7 +30,7 @@ if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || [ -n "$sudo" ];
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
   exit 0
 fi
-msg="setup: Python 3 with IPython and pandas is missing; install them (Debian: apt-get install $pkgs)"
+msg="setup: missing packages; install them (Debian: apt-get install $pkgs)"
 if [ -n "${CI:-}" ]; then
   echo "$msg" >&2
   exit 1

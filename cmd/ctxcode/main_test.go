@@ -6,31 +6,86 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/sandbox"
 )
 
 // TestMain lets the test binary stand in for the ctxcode binary when exec
 // starts a Go kernel (`<self> kernel serve --lang go`).
+// With CTXCODE_TEST_CLI=1 it is the whole CLI, for tests that need a real
+// process to kill.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == "kernel" && os.Args[2] == "serve" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	if len(os.Args) > 2 && os.Args[1] == "kernel" && os.Args[2] == "serve" || os.Getenv("CTXCODE_TEST_CLI") == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
+}
+
+func strict() bool {
+	return os.Getenv("CI") != "" || os.Getenv("CTXCODE_REQUIRE_DOCKER") == "1"
+}
+
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if strict() {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
 }
 
 func requirePython(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
-		if os.Getenv("CI") != "" || os.Getenv("CTXCODE_REQUIRE_DOCKER") == "1" {
-			t.Fatal("python3 is missing")
-		}
-		t.Skip("python3 is missing")
+		skipOrFail(t, "python3 is missing")
 	}
 }
+
+// requireDocker skips (fails in CI) unless Docker and the kernel image are there.
+func requireDocker(t *testing.T) *client.Client {
+	t.Helper()
+	cli, err := sandbox.Connect(context.Background())
+	if err != nil {
+		skipOrFail(t, "docker: %v", err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	ok, err := sandbox.ImageExists(context.Background(), cli, sandbox.KernelImage())
+	require.NoError(t, err)
+	if !ok {
+		skipOrFail(t, "kernel image %s is missing: run `make image` or `ctxcode sandbox build`", sandbox.KernelImage())
+	}
+	return cli
+}
+
+// sandboxes are the ways to run cells: local always, docker when it is there.
+func sandboxes(t *testing.T) []string {
+	requirePython(t)
+	return []string{"local", "docker"}
+}
+
+func needSandbox(t *testing.T, sb string) {
+	if sb == "docker" {
+		requireDocker(t)
+	}
+}
+
+const localWarning = "ctxcode: warning: --sandbox local runs the cells on this host, without isolation\n"
 
 type outcome struct {
 	code           int
@@ -45,22 +100,94 @@ func runCLI(t *testing.T, stdin string, args ...string) outcome {
 }
 
 func TestExecPython(t *testing.T) {
-	requirePython(t)
-	got := runCLI(t, "", "exec", "--", "x = 41", "x + 1")
-	require.Equal(t, 0, got.code, got.stderr)
-	assert.Equal(t, "In [1]: x = 41\n\nIn [2]: x + 1\nOut[2]: 42\n", got.stdout)
+	for _, sb := range sandboxes(t) {
+		t.Run(sb, func(t *testing.T) {
+			needSandbox(t, sb)
+			got := runCLI(t, "", "exec", "--sandbox", sb, "--", "x = 41", "x + 1")
+			require.Equal(t, 0, got.code, got.stderr)
+			assert.Equal(t, "In [1]: x = 41\n\nIn [2]: x + 1\nOut[2]: 42\n", got.stdout)
+			if sb == "local" {
+				assert.Equal(t, localWarning, got.stderr, "one line says the code is not isolated")
+			} else {
+				assert.Empty(t, got.stderr)
+			}
+		})
+	}
 }
 
 func TestExecGo(t *testing.T) {
-	got := runCLI(t, "", "exec", "--lang", "go", "--", "x := 41", "x + 1")
+	for _, sb := range []string{"local", "docker"} {
+		t.Run(sb, func(t *testing.T) {
+			needSandbox(t, sb)
+			got := runCLI(t, "", "exec", "--sandbox", sb, "--lang", "go", "--", "x := 41", "x + 1")
+			require.Equal(t, 0, got.code, got.stderr)
+			assert.Equal(t, "In [1]: x := 41\n\nIn [2]: x + 1\nOut[2]: 42\n", got.stdout)
+		})
+	}
+}
+
+func TestExecDockerHasNoNetwork(t *testing.T) {
+	requireDocker(t)
+	got := runCLI(t, "", "exec", "--", "import socket", "socket.gethostbyname('example.com')")
 	require.Equal(t, 0, got.code, got.stderr)
-	assert.Equal(t, "In [1]: x := 41\n\nIn [2]: x + 1\nOut[2]: 42\n", got.stdout)
+	assert.Contains(t, got.stdout, "socket.gaierror", "an error, not an address")
+	assert.NotContains(t, got.stdout, "Out[2]")
+}
+
+func TestExecWithoutDockerNeverRunsOnHost(t *testing.T) {
+	requirePython(t)
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	marker := filepath.Join(t.TempDir(), "ran")
+	got := runCLI(t, "", "exec", "--", "open("+strconv.Quote(marker)+", 'w').write('x')")
+	assert.Equal(t, exitInfra, got.code)
+	assert.Contains(t, got.stderr, "docker daemon not reachable")
+	assert.Contains(t, got.stderr, "--sandbox local")
+	assert.NoFileExists(t, marker, "the cell must not have run on the host")
+}
+
+// TestExecKilledLeavesContainerForSweep kills a real `ctxcode exec` with
+// SIGKILL; its container is an orphan that prune, or the sweep of the next
+// command, removes.
+func TestExecKilledLeavesContainerForSweep(t *testing.T) {
+	cli := requireDocker(t)
+	for _, next := range [][]string{{"sandbox", "prune"}, {"exec", "--", "1"}} {
+		t.Run(next[0], func(t *testing.T) {
+			exe, err := os.Executable()
+			require.NoError(t, err)
+			cmd := exec.Command(exe, "exec", "--", "import time\ntime.sleep(600)")
+			cmd.Env = append(os.Environ(), "CTXCODE_TEST_CLI=1")
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			byPID := filters.NewArgs(filters.Arg("label", sandbox.LabelPID+"="+strconv.Itoa(cmd.Process.Pid)))
+			list := func() []container.Summary {
+				cs, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: byPID})
+				require.NoError(t, err)
+				return cs
+			}
+			require.Eventually(t, func() bool { return len(list()) == 1 }, 60*time.Second, 100*time.Millisecond, "the exec process starts its container")
+			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+			_ = cmd.Wait()
+			require.Len(t, list(), 1, "SIGKILL leaves the container behind")
+
+			got := runCLI(t, "", next...)
+			require.Equal(t, 0, got.code, got.stderr)
+			assert.Empty(t, list(), "%v removes the orphan", next)
+		})
+	}
 }
 
 func TestExecCellsFromStdin(t *testing.T) {
-	requirePython(t)
+	for _, sb := range sandboxes(t) {
+		t.Run(sb, func(t *testing.T) {
+			needSandbox(t, sb)
+			testExecCellsFromStdin(t, sb)
+		})
+	}
+}
+
+func testExecCellsFromStdin(t *testing.T, sb string) {
 	cells := "# a header, not a cell\n\n# %%\nimport os\nsorted(os.listdir('data'))\n# %%\nprint('hi')\n1/0\n# %% second\nANSWER(len(os.listdir('data')))\n"
-	got := runCLI(t, cells, "exec", "--data", "../../testdata/demo", "--json")
+	got := runCLI(t, cells, "exec", "--sandbox", sb, "--data", "../../testdata/demo", "--json")
 	require.Equal(t, 0, got.code, got.stderr)
 	lines := strings.Split(strings.TrimSpace(got.stdout), "\n")
 	require.Len(t, lines, 3)
@@ -79,7 +206,7 @@ func TestExecCellsFromStdin(t *testing.T) {
 
 func TestExecText(t *testing.T) {
 	requirePython(t)
-	got := runCLI(t, "", "exec", "--", "for i in range(2):\n    print(i)", "undefined", "ANSWER({'a': 1})")
+	got := runCLI(t, "", "exec", "--sandbox", "local", "--", "for i in range(2):\n    print(i)", "undefined", "ANSWER({'a': 1})")
 	require.Equal(t, 0, got.code, got.stderr)
 	assert.Equal(t, "In [1]: for i in range(2):\n   ...:     print(i)\n0\n1\n\n"+
 		"In [2]: undefined\nCell In[2], line 1\n    undefined\nNameError: name 'undefined' is not defined\n\n"+
@@ -87,9 +214,17 @@ func TestExecText(t *testing.T) {
 }
 
 func TestExecHardDeadline(t *testing.T) {
-	requirePython(t)
+	for _, sb := range sandboxes(t) {
+		t.Run(sb, func(t *testing.T) {
+			needSandbox(t, sb)
+			testExecHardDeadline(t, sb)
+		})
+	}
+}
+
+func testExecHardDeadline(t *testing.T, sb string) {
 	code := "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True: pass"
-	got := runCLI(t, "", "exec", "--timeout", "300ms", "--", "1", code, "2")
+	got := runCLI(t, "", "exec", "--sandbox", sb, "--timeout", "300ms", "--", "1", code, "2")
 	assert.Equal(t, exitInfra, got.code)
 	assert.Equal(t, "In [1]: 1\nOut[1]: 1\n\nIn [2]: import signal\n   ...: signal.signal(signal.SIGALRM, signal.SIG_IGN)\n   ...: while True: pass\n", got.stdout)
 	assert.Contains(t, got.stderr, "cell 2 of 3 (1 later cell(s) not run)")
@@ -104,7 +239,7 @@ func TestExecUsageErrors(t *testing.T) {
 	}{
 		{"no cells", []string{"exec"}, "no cells given"},
 		{"unknown language", []string{"exec", "--lang", "ruby", "--", "1"}, `unknown language "ruby": expected python or go`},
-		{"docker not yet", []string{"exec", "--sandbox", "docker", "--", "1"}, "--sandbox docker is not available yet"},
+		{"bad memory", []string{"exec", "--memory", "lots", "--", "1"}, `"lots" is not a size`},
 		{"unknown sandbox", []string{"exec", "--sandbox", "vm", "--", "1"}, `--sandbox "vm": expected docker or local`},
 		{"prefix not yet", []string{"exec", "--prefix", "p.py", "--", "1"}, "--prefix is not available yet"},
 		{"missing data", []string{"exec", "--data", "/no/such/dir", "--", "1"}, "not a folder"},
@@ -126,7 +261,7 @@ func TestExecUsageErrors(t *testing.T) {
 }
 
 func TestExecPythonMissing(t *testing.T) {
-	got := runCLI(t, "", "exec", "--python", "/no/such/python3", "--", "1")
+	got := runCLI(t, "", "exec", "--sandbox", "local", "--python", "/no/such/python3", "--", "1")
 	assert.Equal(t, exitInfra, got.code)
 	assert.Contains(t, got.stderr, "apt-get install python3")
 }
