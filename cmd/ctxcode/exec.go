@@ -151,6 +151,9 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	defer cleanup()
 	k, err := kernel.Start(ctx, o.lang, tr, kernel.ClientOptions{})
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted while the kernel started: %w", ctx.Err())
+		}
 		return err
 	}
 	defer func() {

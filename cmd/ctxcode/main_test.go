@@ -176,6 +176,37 @@ func TestExecKilledLeavesContainerForSweep(t *testing.T) {
 	}
 }
 
+// TestExecSignalRemovesContainer: SIGINT or SIGTERM to `ctxcode exec` ends
+// it and removes its container.
+func TestExecSignalRemovesContainer(t *testing.T) {
+	cli := requireDocker(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			exe, err := os.Executable()
+			require.NoError(t, err)
+			cmd := exec.Command(exe, "exec", "--", "import time\ntime.sleep(600)")
+			cmd.Env = append(os.Environ(), "CTXCODE_TEST_CLI=1")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			byPID := filters.NewArgs(filters.Arg("label", sandbox.LabelPID+"="+strconv.Itoa(cmd.Process.Pid)))
+			count := func() int {
+				cs, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: byPID})
+				require.NoError(t, err)
+				return len(cs)
+			}
+			require.Eventually(t, func() bool { return count() == 1 }, 60*time.Second, 100*time.Millisecond)
+			require.NoError(t, cmd.Process.Signal(sig))
+			err = cmd.Wait()
+			var exitErr *exec.ExitError
+			require.ErrorAs(t, err, &exitErr, "interrupted exec exits non-zero")
+			assert.Contains(t, stderr.String(), "ctxcode: interrupted")
+			assert.Zero(t, count(), "the container is removed on %v", sig)
+		})
+	}
+}
+
 func TestExecCellsFromStdin(t *testing.T) {
 	for _, sb := range sandboxes(t) {
 		t.Run(sb, func(t *testing.T) {
