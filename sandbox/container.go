@@ -90,7 +90,9 @@ func newDocker(cli *client.Client, cfg Config, argv, bind []string) (*Docker, er
 		}
 		cfg.DataDir = abs
 	}
-	if Remote(cli) {
+	// A remote daemon cannot see the folder; the kernel's user (nobody)
+	// cannot read private files in a bind mount. Both get a copy.
+	if cfg.DataDir != "" && !cfg.CopyData && (Remote(cli) || !worldReadable(cfg.DataDir)) {
 		cfg.CopyData = true
 	}
 	return &Docker{cli: cli, cfg: cfg, argv: argv, bind: bind}, nil
@@ -98,6 +100,32 @@ func newDocker(cli *client.Client, cfg Config, argv, bind []string) (*Docker, er
 
 // Config is the configuration containers are made with.
 func (d *Docker) Config() Config { return d.cfg }
+
+// worldReadable reports whether every folder and file under dir can be read
+// by any user, as the kernel's user needs for a bind mount.
+func worldReadable(dir string) bool {
+	ok := true
+	_ = filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+		if err != nil {
+			ok = false
+			return filepath.SkipAll
+		}
+		info, err := os.Stat(path)
+		if err != nil {
+			return nil
+		}
+		need := os.FileMode(0o004)
+		if info.IsDir() {
+			need = 0o005
+		}
+		if info.Mode().Perm()&need != need {
+			ok = false
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return ok
+}
 
 // NewSessionID returns a fresh random session id.
 func NewSessionID() string {
@@ -148,7 +176,13 @@ func (d *Docker) Start(ctx context.Context) (_ kernel.Conn, err error) {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: dst, ReadOnly: true})
 	}
 
-	created, err := d.cli.ContainerCreate(ctx, d.containerConfig(), d.hostConfig(mounts), nil, nil, "")
+	cctx, ccancel := detached(ctx)
+	created, err := d.cli.ContainerCreate(cctx, d.containerConfig(), d.hostConfig(mounts), nil, nil, "")
+	ccancel()
+	if err == nil {
+		id = created.ID
+		err = ctx.Err() // the deferred teardown removes what a cancelled start made
+	}
 	if err != nil {
 		if isNotFound(err) {
 			return nil, &ImageError{Image: d.cfg.Image}
@@ -184,7 +218,7 @@ func (d *Docker) containerConfig() *container.Config {
 		AttachStdout: true,
 		AttachStderr: true,
 		// Set here, so nothing of the host's environment can ever reach it.
-		Env: []string{
+		Env: append([]string{
 			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"HOME=/tmp",
 			"LANG=C.UTF-8",
@@ -192,9 +226,16 @@ func (d *Docker) containerConfig() *container.Config {
 			"MPLCONFIGDIR=/tmp/.matplotlib",
 			"MPLBACKEND=Agg",
 			"TERM=dumb",
-		},
+		}, d.extraEnv()...),
 		NetworkDisabled: d.cfg.Network == "none",
 	}
+}
+
+func (d *Docker) extraEnv() []string {
+	if d.cfg.NoIPython {
+		return []string{"CTXCODE_NO_IPYTHON=1"}
+	}
+	return nil
 }
 
 func (d *Docker) hostConfig(mounts []mount.Mount) *container.HostConfig {
@@ -230,12 +271,19 @@ func (d *Docker) hostConfig(mounts []mount.Mount) *container.HostConfig {
 // copyDataToVolume fills a fresh volume with the data folder, for daemons
 // that cannot see the host's folders.
 func (d *Docker) copyDataToVolume(ctx context.Context) (name string, err error) {
-	vol, err := d.cli.VolumeCreate(ctx, volume.CreateOptions{Labels: d.labels()})
+	vctx, vcancel := detached(ctx)
+	vol, err := d.cli.VolumeCreate(vctx, volume.CreateOptions{Labels: d.labels()})
+	vcancel()
 	if err != nil {
 		return "", fmt.Errorf("create data volume: %w", err)
 	}
 	name = vol.Name
-	helper, err := d.cli.ContainerCreate(ctx,
+	if err := ctx.Err(); err != nil {
+		return name, err
+	}
+	hctx, hcancel := detached(ctx)
+	defer hcancel()
+	helper, err := d.cli.ContainerCreate(hctx,
 		&container.Config{Image: d.cfg.Image, Cmd: []string{"true"}, Entrypoint: []string{}, Labels: d.labels(), NetworkDisabled: true},
 		&container.HostConfig{NetworkMode: "none", Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: "/data"}}},
 		nil, nil, "")
@@ -243,6 +291,9 @@ func (d *Docker) copyDataToVolume(ctx context.Context) (name string, err error) 
 		return name, fmt.Errorf("create data copier: %w", err)
 	}
 	defer func() { err = errors.Join(err, teardown(d.cli, helper.ID, "")) }()
+	if err := ctx.Err(); err != nil {
+		return name, err
+	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(tarReadOnly(pw, d.cfg.DataDir)) }()
 	if err := d.cli.CopyToContainer(ctx, helper.ID, "/data", pr, container.CopyToContainerOptions{}); err != nil {
@@ -420,4 +471,11 @@ func teardown(cli *client.Client, id, volumeName string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// detached is ctx without its cancellation, bounded on its own: a create
+// request cancelled in flight may still make the object, whose id is then
+// lost, so creates run to completion and the caller checks ctx after.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 }

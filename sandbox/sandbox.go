@@ -52,8 +52,10 @@ type Config struct {
 	Image string
 	// DataDir is shown read-only at /session/data. Empty means no data.
 	DataDir string
-	// CopyData copies DataDir into a volume instead of bind-mounting it.
-	// It is forced on when the daemon is remote (DOCKER_HOST=tcp://...).
+	// CopyData copies DataDir into a volume (files read-only, readable by
+	// the kernel's user) instead of bind-mounting it. It is forced on when
+	// the daemon is remote (DOCKER_HOST=tcp://...) and when some file or
+	// folder under DataDir is not readable by every user.
 	CopyData bool
 	// Network is the network mode. Default "none".
 	Network string
@@ -72,6 +74,9 @@ type Config struct {
 	WritableRoot bool
 	// KeepCaps keeps Docker's default capabilities instead of dropping all.
 	KeepCaps bool
+	// NoIPython makes the Python driver use its standard-library path even
+	// though the image has IPython (faster to start; same value text).
+	NoIPython bool
 	// Session is the value of the ctxcode.session label. Default: a fresh id.
 	Session string
 	// StopGrace is how long Close waits for the kernel to end after its

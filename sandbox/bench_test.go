@@ -1,0 +1,163 @@
+package sandbox
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/kernel"
+)
+
+// The benchmarks of issue 3, each beside the baseline it is judged against:
+//
+//	go test ./sandbox/ -run '^$' -bench . -benchtime 10x
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// runTimed runs a command and returns how long it took.
+func runTimed(b *testing.B, name string, args ...string) time.Duration {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	d := time.Since(start)
+	require.NoError(b, err, "%s %v: %s", name, args, out)
+	return d
+}
+
+// execBaselineSamples bounds the docker exec samples: each costs tens of
+// milliseconds, and b.Loop may run the cell loop many thousands of times.
+const execBaselineSamples = 20
+
+// BenchmarkDockerCell: a trivial cell round trip through the attached
+// kernel, beside `docker exec <container> python3 -c '1+1'` against the same
+// container (what a CLI agent pays per command).
+func BenchmarkDockerCell(b *testing.B) {
+	cli := newDockerClient(b)
+	cfg := testConfig(b)
+	k := startKernel(b, cfg)
+	cs := sessionContainers(b, cli, cfg.Session)
+	require.Len(b, cs, 1)
+	id := cs[0].ID
+	ctx := context.Background()
+	if _, err := k.Execute(ctx, "1+1", kernel.ExecOptions{}); err != nil { // warm up
+		b.Fatal(err)
+	}
+
+	var cells, execs []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		res, err := k.Execute(ctx, "1+1", kernel.ExecOptions{})
+		cells = append(cells, time.Since(start))
+		if err != nil || res.Value != "2" {
+			b.Fatalf("1+1: %q, %v", res.Value, err)
+		}
+		if len(execs) < execBaselineSamples {
+			b.StopTimer()
+			execs = append(execs, runTimed(b, "docker", "exec", id, "python3", "-c", "1+1"))
+			b.StartTimer()
+		}
+	}
+	ours, base := median(cells), median(execs)
+	b.ReportMetric(micros(ours), "median-µs/cell")
+	b.ReportMetric(micros(base), "exec-median-µs/cell")
+	b.ReportMetric(float64(base)/float64(ours), "speedup-x")
+}
+
+// BenchmarkDockerColdStart: create + start + kernel ready + first cell +
+// removal, beside `docker run --rm --network none IMAGE python3 -c pass`.
+func BenchmarkDockerColdStart(b *testing.B) {
+	cli := newDockerClient(b)
+	cfg := testConfig(b)
+	tr, err := NewPython(cli, cfg)
+	require.NoError(b, err)
+	ctx := context.Background()
+	runTimed(b, "docker", "run", "--rm", "--network", "none", cfg.Image, "python3", "-c", "pass") // warm the caches
+
+	var ours, base []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := k.Execute(ctx, "1+1", kernel.ExecOptions{})
+		cerr := k.Close()
+		ours = append(ours, time.Since(start))
+		if err != nil || res.Value != "2" || cerr != nil {
+			b.Fatalf("first cell: %q, %v; close: %v", res.Value, err, cerr)
+		}
+		b.StopTimer()
+		base = append(base, runTimed(b, "docker", "run", "--rm", "--network", "none", cfg.Image, "python3", "-c", "pass"))
+		b.StartTimer()
+	}
+	b.ReportMetric(millis(median(ours)), "median-ms/start")
+	b.ReportMetric(millis(median(base)), "run-median-ms/start")
+	b.ReportMetric(float64(median(ours))/float64(median(base)), "ratio-x")
+}
+
+// BenchmarkPoolAcquire: from Acquire on a warm pool of two to the first
+// cell's result (median-ms/acquire). Each kernel is closed after use and the
+// pool refilled before the next acquire, as sessions use it; ns/op is that
+// whole cycle, which keeps the default -benchtime to a few iterations.
+func BenchmarkPoolAcquire(b *testing.B) {
+	cli := newDockerClient(b)
+	cfg := testConfig(b)
+	removeSessionOnCleanup(b, cli, cfg.Session)
+	tr, err := NewPython(cli, cfg)
+	require.NoError(b, err)
+	pool := NewPool(kernel.Python, tr, 2, kernel.ClientOptions{})
+	b.Cleanup(func() { _ = pool.Close() })
+	ctx := context.Background()
+
+	// waitFull waits until the pool holds all its kernels again.
+	waitFull := func() {
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for len(pool.ready) < cap(pool.ready) {
+			select {
+			case <-wctx.Done():
+				b.Fatalf("the pool did not refill: %d of %d ready", len(pool.ready), cap(pool.ready))
+			case <-tick.C:
+			}
+		}
+	}
+	waitFull()
+
+	var acquires []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		k, err := pool.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := k.Execute(ctx, "1+1", kernel.ExecOptions{})
+		acquires = append(acquires, time.Since(start))
+		if err != nil || res.Value != "2" {
+			b.Fatalf("first cell: %q, %v", res.Value, err)
+		}
+		require.NoError(b, k.Close())
+		waitFull()
+	}
+	b.ReportMetric(millis(median(acquires)), "median-ms/acquire")
+}
