@@ -82,36 +82,45 @@ func BenchmarkDockerCell(b *testing.B) {
 	b.ReportMetric(float64(base)/float64(ours), "speedup-x")
 }
 
-// BenchmarkDockerColdStart: create + start + kernel ready + first cell +
-// removal, beside `docker run --rm --network none IMAGE python3 -c pass`.
+// BenchmarkDockerColdStart: create + start + kernel ready + first result
+// (the removal after it is not timed), beside `docker run --rm --network none
+// IMAGE python3 -c pass`, on the IPython and the stdlib driver paths.
 func BenchmarkDockerColdStart(b *testing.B) {
-	cli := newDockerClient(b)
-	cfg := testConfig(b)
-	tr, err := NewPython(cli, cfg)
-	require.NoError(b, err)
-	ctx := context.Background()
-	runTimed(b, "docker", "run", "--rm", "--network", "none", cfg.Image, "python3", "-c", "pass") // warm the caches
+	for _, path := range []struct {
+		name      string
+		noIPython bool
+	}{{"ipython", false}, {"stdlib", true}} {
+		b.Run(path.name, func(b *testing.B) {
+			cli := newDockerClient(b)
+			cfg := testConfig(b)
+			cfg.NoIPython = path.noIPython
+			tr, err := NewPython(cli, cfg)
+			require.NoError(b, err)
+			ctx := context.Background()
+			runTimed(b, "docker", "run", "--rm", "--network", "none", cfg.Image, "python3", "-c", "pass") // warm the caches
 
-	var ours, base []time.Duration
-	for b.Loop() {
-		start := time.Now()
-		k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := k.Execute(ctx, "1+1", kernel.ExecOptions{})
-		cerr := k.Close()
-		ours = append(ours, time.Since(start))
-		if err != nil || res.Value != "2" || cerr != nil {
-			b.Fatalf("first cell: %q, %v; close: %v", res.Value, err, cerr)
-		}
-		b.StopTimer()
-		base = append(base, runTimed(b, "docker", "run", "--rm", "--network", "none", cfg.Image, "python3", "-c", "pass"))
-		b.StartTimer()
+			var ours, base []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				res, err := k.Execute(ctx, "1+1", kernel.ExecOptions{})
+				ours = append(ours, time.Since(start))
+				b.StopTimer()
+				cerr := k.Close()
+				if err != nil || res.Value != "2" || cerr != nil {
+					b.Fatalf("first cell: %q, %v; close: %v", res.Value, err, cerr)
+				}
+				base = append(base, runTimed(b, "docker", "run", "--rm", "--network", "none", cfg.Image, "python3", "-c", "pass"))
+				b.StartTimer()
+			}
+			b.ReportMetric(millis(median(ours)), "median-ms/start")
+			b.ReportMetric(millis(median(base)), "run-median-ms/start")
+			b.ReportMetric(float64(median(ours))/float64(median(base)), "ratio-x")
+		})
 	}
-	b.ReportMetric(millis(median(ours)), "median-ms/start")
-	b.ReportMetric(millis(median(base)), "run-median-ms/start")
-	b.ReportMetric(float64(median(ours))/float64(median(base)), "ratio-x")
 }
 
 // BenchmarkPoolAcquire: from Acquire on a warm pool of two to the first
