@@ -10,8 +10,9 @@ all: build
 setup:
 	@scripts/setup-host.sh
 
+# A static binary: the Go kernel runs it inside containers of any image.
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ctxcode
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ctxcode
 
 # The kernel image, built offline when Docker is reachable and it is missing.
 image: build

@@ -310,3 +310,30 @@ func TestHelpAndVersion(t *testing.T) {
 	got = runCLI(t, "")
 	assert.Equal(t, exitUsage, got.code)
 }
+
+func TestSandboxStatusAndPrune(t *testing.T) {
+	requireDocker(t)
+	got := runCLI(t, "", "sandbox", "status")
+	require.Equal(t, 0, got.code, got.stderr)
+	assert.Contains(t, got.stdout, "docker: reachable at ")
+	assert.Contains(t, got.stdout, "image: "+sandbox.KernelImage()+" present")
+	assert.Contains(t, got.stdout, "containers: ")
+
+	got = runCLI(t, "", "sandbox", "prune", "--dry-run")
+	require.Equal(t, 0, got.code, got.stderr)
+	assert.NotContains(t, got.stdout, "removed ")
+
+	got = runCLI(t, "", "sandbox", "frobnicate")
+	assert.Equal(t, exitUsage, got.code)
+	assert.Contains(t, got.stderr, `unknown subcommand "frobnicate"`)
+}
+
+func TestSandboxStatusWithoutDocker(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	got := runCLI(t, "", "sandbox", "status")
+	assert.Equal(t, 0, got.code)
+	assert.Contains(t, got.stdout, "docker: not reachable")
+	got = runCLI(t, "", "sandbox", "build")
+	assert.Equal(t, exitInfra, got.code)
+	assert.Contains(t, got.stderr, "docker daemon not reachable")
+}
