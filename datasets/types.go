@@ -40,8 +40,8 @@ type Project struct {
 	Status string `json:"status"` // active|paused|archived
 }
 
-// Task is one line of tasks.jsonl.
-type Task struct {
+// TaskRecord is one line of tasks.jsonl (Task is a graded question).
+type TaskRecord struct {
 	ID            string  `json:"id"` // "K00001"
 	ProjectID     string  `json:"project_id"`
 	Title         string  `json:"title"`
@@ -81,7 +81,7 @@ type Dataset struct {
 	Teams    []Team
 	Users    []User
 	Projects []Project
-	Tasks    []Task
+	Tasks    []TaskRecord
 	Events   []Event
 }
 
