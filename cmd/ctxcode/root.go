@@ -33,8 +33,10 @@ Usage:
   ctxcode <command> [flags]
 
 Commands:
+  data      generate a project-management dataset (data gen)
   exec      run cells in a fresh kernel and print them IPython style
   sandbox   build the kernel image, check Docker, remove leftover containers
+  tasks     list a dataset's graded tasks and their gold answers
   version   print the version
   help      print help for a command
 
@@ -52,12 +54,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	var err error
 	switch cmd, rest := args[0], args[1:]; cmd {
+	case "data":
+		err = runData(ctx, rest, stdout, stderr)
 	case "exec":
 		err = runExec(ctx, rest, stdin, stdout, stderr)
 	case "kernel":
 		err = runKernel(ctx, rest, stdout, stderr)
 	case "sandbox":
 		err = runSandbox(ctx, rest, stdout, stderr)
+	case "tasks":
+		err = runTasks(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "ctxcode", version)
 	case "help", "-h", "-help", "--help":

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/ctxcode/ctxcode/datasets"
+)
+
+const tasksUsage = `Usage:
+  ctxcode tasks --data DIR [--json] [--reference KIND]
+
+Lists the graded tasks of a dataset made by "ctxcode data gen": eight templates,
+three questions each, with their gold answers. --json prints one JSON object
+per task (id, template, question, params, answer_type, gold). --reference prints
+each task's reference solution of a kind (python-pm, python-load, go-pm, go-load).
+`
+
+func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("tasks", tasksUsage, stderr)
+	dir := fs.String("data", "", "dataset folder (required)")
+	asJSON := fs.Bool("json", false, "print one JSON object per task")
+	ref := fs.String("reference", "", "also print each task's reference solution of this kind")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return usagef("tasks: --data is required: the folder made by `ctxcode data gen`")
+	}
+	if fs.NArg() > 0 {
+		return usagef("tasks: unexpected argument %q", fs.Arg(0))
+	}
+	d, _, err := datasets.Load(*dir)
+	if err != nil {
+		if errors.Is(err, datasets.ErrNotDataset) {
+			return usagef("%v", err)
+		}
+		return err
+	}
+	tasks, err := datasets.Tasks(d)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	for _, t := range tasks {
+		if *asJSON {
+			if err := enc.Encode(t); err != nil {
+				return err
+			}
+		} else {
+			gold, _ := json.Marshal(t.Gold)
+			fmt.Fprintf(stdout, "%-9s %-8s %s\n          gold: %s\n", t.ID, t.AnswerType, t.Question, gold)
+		}
+		if *ref != "" {
+			code, err := datasets.Reference(t, datasets.SolutionKind(*ref))
+			if err != nil {
+				return usagef("tasks: %v", err)
+			}
+			fmt.Fprintf(stdout, "%s\n\n", code)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package datasets
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// ManifestFile is the name of a dataset folder's manifest.
+const ManifestFile = "manifest.json"
+
+// Manifest describes a dataset folder: how it was made and what its files
+// hold. Counts and SHA256 are keyed by file name ("tasks.jsonl").
+type Manifest struct {
+	Tier             string            `json:"tier"`
+	Seed             int64             `json:"seed"`
+	GeneratorVersion int               `json:"generator_version"`
+	Counts           map[string]int    `json:"counts"` // rows per file
+	SHA256           map[string]string `json:"sha256"` // hex digest per file
+}
+
+// Errors Write and Load wrap; test them with errors.Is.
+var (
+	// ErrNotDataset: the folder has no manifest.json.
+	ErrNotDataset = errors.New("not a ctxcode dataset (no manifest.json); make one with `ctxcode data gen`")
+	// ErrDirNotEmpty: Write was asked to write into a folder that holds files, without force.
+	ErrDirNotEmpty = errors.New("refusing to write a dataset into a folder that is not empty")
+	// ErrDatasetChanged: a data file is missing or differs from its sha256 in the manifest.
+	ErrDatasetChanged = errors.New("the files changed since generation")
+)
+
+// notDatasetError says which folder is not a dataset; it Is ErrNotDataset.
+type notDatasetError struct{ dir string }
+
+func (e *notDatasetError) Error() string {
+	return fmt.Sprintf("%s is %v", e.dir, ErrNotDataset)
+}
+
+func (e *notDatasetError) Is(target error) bool { return target == ErrNotDataset }
+
+// fileName is the name of a data file: "tasks" → "tasks.jsonl".
+func fileName(name string) string { return name + ".jsonl" }
+
+// encode renders the five data files, one JSON object per line.
+func (d *Dataset) encode() (map[string][]byte, map[string]int, error) {
+	files := make(map[string][]byte, len(Files))
+	counts := make(map[string]int, len(Files))
+	add := func(name string, n int, each func(enc *json.Encoder, i int) error) error {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		for i := range n {
+			if err := each(enc, i); err != nil {
+				return fmt.Errorf("encode %s: %w", fileName(name), err)
+			}
+		}
+		files[fileName(name)], counts[fileName(name)] = buf.Bytes(), n
+		return nil
+	}
+	err := errors.Join(
+		add("teams", len(d.Teams), func(enc *json.Encoder, i int) error { return enc.Encode(d.Teams[i]) }),
+		add("users", len(d.Users), func(enc *json.Encoder, i int) error { return enc.Encode(d.Users[i]) }),
+		add("projects", len(d.Projects), func(enc *json.Encoder, i int) error { return enc.Encode(d.Projects[i]) }),
+		add("tasks", len(d.Tasks), func(enc *json.Encoder, i int) error { return enc.Encode(d.Tasks[i]) }),
+		add("events", len(d.Events), func(enc *json.Encoder, i int) error { return enc.Encode(d.Events[i]) }),
+	)
+	return files, counts, err
+}
+
+// Write writes the five JSONL files and manifest.json into dir, making dir
+// if needed. A dir that exists and is not empty is refused (ErrDirNotEmpty)
+// unless force; refusing touches nothing. With force, the dataset's files
+// are overwritten and other files are left alone. The manifest is written
+// last, so an interrupted Write leaves a folder that Load rejects.
+func (d *Dataset) Write(dir string, force bool) (*Manifest, error) {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("write dataset: %w", err)
+	case len(entries) > 0 && !force:
+		return nil, fmt.Errorf("%w: %s holds %d file(s); choose an empty or new folder, or overwrite with force (`ctxcode data gen --force`)",
+			ErrDirNotEmpty, dir, len(entries))
+	}
+	files, counts, err := d.encode()
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{
+		Tier:             d.Tier,
+		Seed:             d.Seed,
+		GeneratorVersion: GeneratorVersion,
+		Counts:           counts,
+		SHA256:           make(map[string]string, len(files)),
+	}
+	for name, b := range files {
+		sum := sha256.Sum256(b)
+		m.SHA256[name] = hex.EncodeToString(sum[:])
+	}
+	manifest, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", ManifestFile, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("write dataset: %w", err)
+	}
+	if err := os.Remove(filepath.Join(dir, ManifestFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("write dataset: %w", err)
+	}
+	for _, name := range Files {
+		if err := os.WriteFile(filepath.Join(dir, fileName(name)), files[fileName(name)], 0o644); err != nil {
+			return nil, fmt.Errorf("write dataset: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), append(manifest, '\n'), 0o644); err != nil {
+		return nil, fmt.Errorf("write dataset: %w", err)
+	}
+	return m, nil
+}
+
+// Load reads a dataset folder, checking manifest.json and every file's
+// sha256 against it. A folder without manifest.json is ErrNotDataset; a
+// missing or changed data file is ErrDatasetChanged.
+func Load(dir string) (*Dataset, *Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, &notDatasetError{dir: dir}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("load dataset: %w", err)
+	}
+	m := &Manifest{}
+	if err := json.Unmarshal(b, m); err != nil {
+		return nil, nil, fmt.Errorf("load dataset: %s: %w; regenerate it with `ctxcode data gen --force`", filepath.Join(dir, ManifestFile), err)
+	}
+	regen := fmt.Sprintf("regenerate it with `ctxcode data gen --tier %s --seed %d --out %s --force`", m.Tier, m.Seed, dir)
+	d := &Dataset{Tier: m.Tier, Seed: m.Seed}
+	for _, name := range Files {
+		file := fileName(name)
+		path := filepath.Join(dir, file)
+		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("%s is missing: %w; %s", path, ErrDatasetChanged, regen)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("load dataset: %w", err)
+		}
+		sum := sha256.Sum256(b)
+		if got, want := hex.EncodeToString(sum[:]), m.SHA256[file]; got != want {
+			return nil, nil, fmt.Errorf("%s: sha256 %.12s… does not match manifest.json (%.12s…): %w; %s",
+				path, got, want, ErrDatasetChanged, regen)
+		}
+		var n int
+		switch name {
+		case "teams":
+			d.Teams, err = decodeLines[Team](b)
+			n = len(d.Teams)
+		case "users":
+			d.Users, err = decodeLines[User](b)
+			n = len(d.Users)
+		case "projects":
+			d.Projects, err = decodeLines[Project](b)
+			n = len(d.Projects)
+		case "tasks":
+			d.Tasks, err = decodeLines[TaskRecord](b)
+			n = len(d.Tasks)
+		case "events":
+			d.Events, err = decodeLines[Event](b)
+			n = len(d.Events)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("load dataset: %s: %w", path, err)
+		}
+		if n != m.Counts[file] {
+			return nil, nil, fmt.Errorf("%s has %d rows, manifest.json says %d: %w; %s", path, n, m.Counts[file], ErrDatasetChanged, regen)
+		}
+	}
+	return d, m, nil
+}
+
+// decodeLines decodes JSON lines strictly: unknown fields are errors.
+func decodeLines[T any](b []byte) ([]T, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var out []T
+	for {
+		var v T
+		err := dec.Decode(&v)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", len(out)+1, err)
+		}
+		out = append(out, v)
+	}
+}
