@@ -35,7 +35,7 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	d, _, err := datasets.Load(*dir)
 	if err != nil {
-		if errors.Is(err, datasets.ErrNotDataset) {
+		if errors.Is(err, datasets.ErrNotDataset) || errors.Is(err, datasets.ErrDatasetChanged) {
 			return usagef("%v", err)
 		}
 		return err
