@@ -19,11 +19,15 @@ image: build
 	@if docker info >/dev/null 2>&1; then $(BIN) sandbox build; \
 	else echo "make: Docker is not reachable: no kernel image (Docker tests skip, or fail in CI)"; fi
 
-# The main job. Until the agent lands, a demo session over testdata/demo,
-# in the Docker sandbox when Docker is reachable, on this host otherwise.
+# The main job. Until the agent lands: generate the xl dataset once, list its
+# graded tasks, and run a demo session over it, in the Docker sandbox when
+# Docker is reachable, on this host otherwise.
+DEMO := .cache/pm-xl-1
 run: setup image
+	@test -f $(DEMO)/manifest.json || $(BIN) data gen --tier xl --seed 1 --out $(DEMO)
+	$(BIN) tasks --data $(DEMO) | head -8
 	@if docker info >/dev/null 2>&1; then sb=docker; else sb=local; fi; \
-	$(BIN) exec --sandbox $$sb --data testdata/demo < testdata/demo-session.py
+	$(BIN) exec --sandbox $$sb --data $(DEMO) < testdata/demo-session.py
 
 # Packages run one at a time (-p 1): the sandbox and CLI tests each make
 # orphaned containers on purpose and check that a prune removes them, and a

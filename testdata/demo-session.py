@@ -1,18 +1,22 @@
-# A demo session over testdata/demo: the kind of prefix ctxcode builds
-# before a model speaks. Run it with `make run`.
+# A demo session over a generated project-management dataset (make run):
+# the kind of prefix ctxcode builds before a model speaks, then one question.
 # %%
 import json, os
 sorted(os.listdir('data'))
 # %%
 def load(name):
     return [json.loads(l) for l in open(f'data/{name}.jsonl')]
-teams, users, tasks = (load(n) for n in ['teams', 'users', 'tasks'])
-len(teams), len(users), len(tasks)
+teams, users, projects, tasks, events = (load(n) for n in
+    ['teams', 'users', 'projects', 'tasks', 'events'])
+len(teams), len(users), len(projects), len(tasks), len(events)
 # %%
-sorted({t['status'] for t in tasks})
+sorted({t['status'] for t in tasks}), sorted({e['action'] for e in events})
 # %%
+# Which team has the most blocked tasks across its projects?
 from collections import Counter
-team_of = {u['id']: u['team'] for u in users}
-Counter(team_of[t['assignee']] for t in tasks if t['status'] == 'blocked')
+team_of = {p['id']: p['team_id'] for p in projects}
+blocked = Counter(team_of[t['project_id']] for t in tasks if t['status'] == 'blocked')
+blocked.most_common(3)
 # %%
-ANSWER(max(tasks, key=lambda t: t['points'])['id'])
+best = blocked.most_common(1)[0][0]
+ANSWER(next(t['name'] for t in teams if t['id'] == best))
