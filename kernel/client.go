@@ -11,7 +11,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Transport starts kernel processes; the client speaks the protocol to them.
@@ -38,11 +41,12 @@ type Conn interface {
 
 // Exit says how a kernel process ended.
 type Exit struct {
-	Code       int    // exit status; -1 when killed by a signal
-	Signal     string // the signal that killed it, if any
-	OOMKilled  bool   // the kernel ran out of memory (containers report this)
-	MemLimit   int64  // the memory limit in bytes, when known
-	StderrTail string // the last bytes the process wrote to its stderr
+	Code       int            // exit status; -1 when unknown
+	Signal     syscall.Signal // the signal that killed it, or 0
+	Lost       string         // why the process's end could not be observed, if so
+	OOMKilled  bool           // the kernel ran out of memory (containers report this)
+	MemLimit   int64          // the memory limit in bytes, when known
+	StderrTail string         // the last bytes the process wrote to its stderr
 }
 
 // String says how the process ended, e.g. "died: exited with status 3" or
@@ -54,8 +58,10 @@ func (e Exit) String() string {
 		fmt.Fprintf(&b, "killed: out of memory (limit %s)", formatBytes(e.MemLimit))
 	case e.OOMKilled:
 		b.WriteString("killed: out of memory")
-	case e.Signal != "":
-		fmt.Fprintf(&b, "died: killed by signal %s", e.Signal)
+	case e.Lost != "":
+		fmt.Fprintf(&b, "lost: %s", e.Lost)
+	case e.Signal != 0:
+		fmt.Fprintf(&b, "died: killed by %s (signal %d: %s)", unix.SignalName(e.Signal), int(e.Signal), e.Signal)
 	default:
 		fmt.Fprintf(&b, "died: exited with status %d", e.Code)
 	}

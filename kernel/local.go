@@ -228,7 +228,7 @@ func exitOf(cmd *exec.Cmd, werr error, tail *TailBuffer) Exit {
 	if st := cmd.ProcessState; st != nil {
 		e.Code = st.ExitCode()
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			e.Signal = ws.Signal().String()
+			e.Signal = ws.Signal()
 		}
 	} else if werr != nil {
 		e.StderrTail = strings.TrimSpace(e.StderrTail + "\n" + werr.Error())

@@ -338,7 +338,7 @@ func TestPythonDeadKernel(t *testing.T) {
 				{"os._exit", "import os\nos._exit(3)", 3, "", ""},
 				{"exit()", "exit()", 0, "", ""},
 				{"quit()", "quit()", 0, "", ""},
-				{"segfault", "import ctypes\nctypes.string_at(0)", -1, "segmentation fault", "Segmentation fault"},
+				{"segfault", "import ctypes\nctypes.string_at(0)", -1, "SIGSEGV (signal 11: segmentation fault)", "Segmentation fault"},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					k := startPython(t, f, LocalConfig{})
@@ -347,7 +347,7 @@ func TestPythonDeadKernel(t *testing.T) {
 					require.ErrorAs(t, err, &dead)
 					assert.Equal(t, tc.status, dead.Exit.Code)
 					if tc.signal != "" {
-						assert.Contains(t, err.Error(), "killed by signal "+tc.signal)
+						assert.Contains(t, err.Error(), "killed by "+tc.signal)
 						assert.Contains(t, dead.Exit.StderrTail, tc.stderr, "the tail of the kernel's stderr")
 					} else {
 						assert.Contains(t, err.Error(), fmt.Sprintf("exited with status %d", tc.status))

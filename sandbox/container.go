@@ -391,14 +391,16 @@ func (c *conn) wait() {
 	case r := <-waitC:
 		e.Code = int(r.StatusCode)
 	case err := <-errC:
-		e.StderrTail = "wait for the container: " + err.Error()
+		e.Lost = fmt.Sprintf("lost track of container %.12s: %v", c.id, err)
 	}
-	if info, err := c.d.cli.ContainerInspect(ctx, c.id); err == nil && info.State != nil {
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if info, err := c.d.cli.ContainerInspect(ictx, c.id); err == nil && info.State != nil {
 		e.Code = info.State.ExitCode
 		e.OOMKilled = info.State.OOMKilled
 	}
 	if e.Code > 128 && e.Code < 128+65 && !e.OOMKilled {
-		e.Signal = syscall.Signal(e.Code - 128).String()
+		e.Signal = syscall.Signal(e.Code - 128)
 	}
 	select { // let the last of the output arrive
 	case <-c.demuxed:

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -339,7 +340,8 @@ func TestBatteryExit(t *testing.T) {
 		}},
 		{"SIGKILL itself", "import os\nos.kill(os.getpid(), 9)", func(t *testing.T, e kernel.Exit) {
 			assert.Equal(t, 137, e.Code)
-			assert.Equal(t, "killed", e.Signal)
+			assert.Equal(t, syscall.SIGKILL, e.Signal)
+			assert.Contains(t, e.String(), "killed by SIGKILL (signal 9")
 			assert.False(t, e.OOMKilled)
 		}},
 	} {
