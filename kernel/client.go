@@ -191,6 +191,8 @@ func (c *Client) Info() string {
 }
 
 func (c *Client) start(ctx context.Context) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
 	conn, err := c.transport.Start(ctx)
 	if err != nil {
 		c.dead = fmt.Errorf("start %s kernel: %w", c.lang, err)
@@ -206,8 +208,6 @@ func (c *Client) start(ctx context.Context) (err error) {
 			c.dead = err
 		}
 	}()
-	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
-	defer cancel()
 	res, err := c.roundTrip(ctx, Request{Op: OpPing}, 0)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -355,7 +355,11 @@ func (c *Client) deadError(p *proc) error {
 	case <-p.conn.Done():
 	case <-time.After(5 * time.Second):
 		_ = p.conn.Kill()
-		<-p.conn.Done()
+		select {
+		case <-p.conn.Done():
+		case <-time.After(10 * time.Second):
+			return &DeadError{Lang: c.lang, Exit: Exit{Code: -1, Lost: "its output ended but its process did not, even after a kill"}}
+		}
 	}
 	return &DeadError{Lang: c.lang, Exit: p.conn.Exit()}
 }
@@ -378,6 +382,21 @@ func (c *Client) shutdown(kill bool) error {
 		err = p.conn.Close()
 	}
 	close(p.stop)
+	return err
+}
+
+// Ping checks that the kernel answers, within timeout. A kernel that does
+// not is unusable afterwards (restart it).
+func (c *Client) Ping(ctx context.Context, timeout time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if c.dead != nil {
+		return fmt.Errorf("%s kernel is not running (restart it): %w", c.lang, c.dead)
+	}
+	_, err := c.roundTrip(ctx, Request{Op: OpPing}, timeout)
 	return err
 }
 

@@ -77,13 +77,36 @@ func (p *Pool) fill(ctx context.Context) {
 			continue
 		}
 		backoff = 100 * time.Millisecond
+		select { // a failure from before this success is stale
+		case <-p.failures:
+		default:
+		}
 		p.ready <- k // never blocks: a token was taken for it
 	}
 }
 
 // Acquire returns a ready kernel, waiting for one if none is ready. The
-// caller owns it and must Close it. A start failure is returned at once.
+// caller owns it and must Close it. Each kernel is pinged before it is
+// handed out: one that died while it waited in the pool (a docker kill, a
+// prune from elsewhere) is dropped for the next. A start failure is
+// returned at once.
 func (p *Pool) Acquire(ctx context.Context) (*kernel.Client, error) {
+	for {
+		k, err := p.take(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if k.Ping(ctx, 5*time.Second) == nil {
+			return k, nil
+		}
+		_ = k.Close()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (p *Pool) take(ctx context.Context) (*kernel.Client, error) {
 	select {
 	case k, ok := <-p.ready:
 		if !ok {
@@ -114,9 +137,17 @@ func (p *Pool) Close() error {
 		p.cancel()
 		p.wg.Wait()
 		close(p.ready)
-		for k := range p.ready {
-			errs = append(errs, k.Close())
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for k := range p.ready { // in parallel: each close waits for its container
+			wg.Go(func() {
+				err := k.Close()
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			})
 		}
+		wg.Wait()
 	})
 	return errors.Join(errs...)
 }

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -643,4 +644,77 @@ func TestStartCanceledLeavesNothing(t *testing.T) {
 			assert.Empty(t, volumeNames(sessionVolumes(t, cli, cfg.Session)), "a cancelled Start left volumes")
 		})
 	}
+}
+
+// TestPoolSkipsDeadKernels: a pooled kernel killed while it waits is never
+// handed out.
+func TestPoolSkipsDeadKernels(t *testing.T) {
+	cli := newDockerClient(t)
+	cfg := testConfig(t)
+	removeSessionOnCleanup(t, cli, cfg.Session)
+	tr, err := NewPython(cli, cfg)
+	require.NoError(t, err)
+	pool := NewPool(kernel.Python, tr, 1, kernel.ClientOptions{})
+	t.Cleanup(func() { _ = pool.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	var victim string
+	require.Eventually(t, func() bool {
+		cs := sessionContainers(t, cli, cfg.Session)
+		if len(cs) == 1 && cs[0].State == "running" {
+			victim = cs[0].ID
+			return true
+		}
+		return false
+	}, 2*time.Minute, 100*time.Millisecond)
+	time.Sleep(2 * time.Second) // let its kernel become ready and wait in the pool
+	require.NoError(t, cli.ContainerKill(ctx, victim, "KILL"))
+	require.Eventually(t, func() bool {
+		info, err := cli.ContainerInspect(ctx, victim)
+		return err != nil || !info.State.Running
+	}, 30*time.Second, 50*time.Millisecond)
+
+	k, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = k.Close() })
+	requireWorks(t, k)
+}
+
+// flakyTransport fails its first start.
+type flakyTransport struct {
+	kernel.Transport
+	mu     sync.Mutex
+	starts int
+}
+
+func (f *flakyTransport) Start(ctx context.Context) (kernel.Conn, error) {
+	f.mu.Lock()
+	f.starts++
+	n := f.starts
+	f.mu.Unlock()
+	if n == 1 {
+		return nil, errors.New("transient failure")
+	}
+	return f.Transport.Start(ctx)
+}
+
+// TestPoolForgetsRecoveredFailures: once a start succeeds, an earlier
+// failure is not reported any more.
+func TestPoolForgetsRecoveredFailures(t *testing.T) {
+	cli := newDockerClient(t)
+	cfg := testConfig(t)
+	removeSessionOnCleanup(t, cli, cfg.Session)
+	tr, err := NewPython(cli, cfg)
+	require.NoError(t, err)
+	pool := NewPool(kernel.Python, &flakyTransport{Transport: tr}, 1, kernel.ClientOptions{})
+	t.Cleanup(func() { _ = pool.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	require.Eventually(t, func() bool { return len(sessionContainers(t, cli, cfg.Session)) == 1 }, 2*time.Minute, 50*time.Millisecond)
+	time.Sleep(2 * time.Second) // the kernel is ready in the pool
+	k, err := pool.Acquire(ctx)
+	require.NoError(t, err, "the failure before the success is stale")
+	t.Cleanup(func() { _ = k.Close() })
+	requireWorks(t, k)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/sandbox"
@@ -76,7 +77,10 @@ func (s *sandboxFlags) transport(ctx context.Context, lang kernel.Language, data
 		return nil, noop, err
 	}
 	cleanup := func() { _ = cli.Close() }
-	if err := sandbox.Sweep(ctx, cli); err != nil {
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = sandbox.Sweep(sctx, cli)
+	cancel()
+	if err != nil {
 		fmt.Fprintf(stderr, "ctxcode: warning: removing leftover containers: %v\n", err)
 	}
 	cfg := sandbox.DefaultConfig()
