@@ -77,9 +77,6 @@ func newDocker(cli *client.Client, cfg Config, argv, bind []string) (*Docker, er
 	if cfg.StderrTail <= 0 {
 		cfg.StderrTail = def.StderrTail
 	}
-	if cfg.Session == "" {
-		cfg.Session = NewSessionID()
-	}
 	if cfg.DataDir != "" {
 		abs, err := filepath.Abs(cfg.DataDir)
 		if err != nil {
@@ -134,14 +131,18 @@ func NewSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (d *Docker) labels() map[string]string {
+func (d *Docker) labels(session string) map[string]string {
 	host, _ := os.Hostname()
-	return map[string]string{
-		LabelSession: d.cfg.Session,
+	l := map[string]string{
+		LabelSession: session,
 		LabelCreated: strconv.FormatInt(time.Now().Unix(), 10),
 		LabelPID:     strconv.Itoa(os.Getpid()),
 		LabelHost:    host,
 	}
+	if start := processStart(os.Getpid()); start != "" {
+		l[LabelPIDStart] = start
+	}
+	return l
 }
 
 // Start creates, attaches and starts one kernel container. On any failure
@@ -149,6 +150,10 @@ func (d *Docker) labels() map[string]string {
 func (d *Docker) Start(ctx context.Context) (_ kernel.Conn, err error) {
 	var volumeName string
 	var id string
+	session := d.cfg.Session
+	if session == "" {
+		session = NewSessionID()
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, teardown(d.cli, id, volumeName))
@@ -163,7 +168,7 @@ func (d *Docker) Start(ctx context.Context) (_ kernel.Conn, err error) {
 	var mounts []mount.Mount
 	if d.cfg.DataDir != "" {
 		if d.cfg.CopyData {
-			if volumeName, err = d.copyDataToVolume(ctx); err != nil {
+			if volumeName, err = d.copyDataToVolume(ctx, session); err != nil {
 				return nil, err
 			}
 			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: volumeName, Target: DataPath, ReadOnly: true})
@@ -177,7 +182,7 @@ func (d *Docker) Start(ctx context.Context) (_ kernel.Conn, err error) {
 	}
 
 	cctx, ccancel := detached(ctx)
-	created, err := d.cli.ContainerCreate(cctx, d.containerConfig(), d.hostConfig(mounts), nil, nil, "")
+	created, err := d.cli.ContainerCreate(cctx, d.containerConfig(session), d.hostConfig(mounts), nil, nil, "")
 	ccancel()
 	if err == nil {
 		id = created.ID
@@ -204,14 +209,14 @@ func (d *Docker) Start(ctx context.Context) (_ kernel.Conn, err error) {
 	return c, nil
 }
 
-func (d *Docker) containerConfig() *container.Config {
+func (d *Docker) containerConfig(session string) *container.Config {
 	return &container.Config{
 		Image:        d.cfg.Image,
 		Cmd:          d.argv,
 		Entrypoint:   []string{},
 		User:         d.cfg.User,
 		WorkingDir:   WorkDir,
-		Labels:       d.labels(),
+		Labels:       d.labels(session),
 		OpenStdin:    true,
 		StdinOnce:    true,
 		AttachStdin:  true,
@@ -270,9 +275,9 @@ func (d *Docker) hostConfig(mounts []mount.Mount) *container.HostConfig {
 
 // copyDataToVolume fills a fresh volume with the data folder, for daemons
 // that cannot see the host's folders.
-func (d *Docker) copyDataToVolume(ctx context.Context) (name string, err error) {
+func (d *Docker) copyDataToVolume(ctx context.Context, session string) (name string, err error) {
 	vctx, vcancel := detached(ctx)
-	vol, err := d.cli.VolumeCreate(vctx, volume.CreateOptions{Labels: d.labels()})
+	vol, err := d.cli.VolumeCreate(vctx, volume.CreateOptions{Labels: d.labels(session)})
 	vcancel()
 	if err != nil {
 		return "", fmt.Errorf("create data volume: %w", err)
@@ -284,7 +289,7 @@ func (d *Docker) copyDataToVolume(ctx context.Context) (name string, err error) 
 	hctx, hcancel := detached(ctx)
 	defer hcancel()
 	helper, err := d.cli.ContainerCreate(hctx,
-		&container.Config{Image: d.cfg.Image, Cmd: []string{"true"}, Entrypoint: []string{}, Labels: d.labels(), NetworkDisabled: true},
+		&container.Config{Image: d.cfg.Image, Cmd: []string{"true"}, Entrypoint: []string{}, Labels: d.labels(session), NetworkDisabled: true},
 		&container.HostConfig{NetworkMode: "none", Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: "/data"}}},
 		nil, nil, "")
 	if err != nil {

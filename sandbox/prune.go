@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,7 +50,7 @@ func List(ctx context.Context, cli *client.Client, olderThan time.Duration) ([]O
 		}
 		pid, _ := strconv.Atoi(c.Labels[LabelPID])
 		switch {
-		case c.Labels[LabelHost] == host && pid > 0 && !alive(pid):
+		case c.Labels[LabelHost] == host && pid > 0 && !alive(pid, c.Labels[LabelPIDStart]):
 			o.Reason = fmt.Sprintf("its owner (pid %d) is gone", pid)
 		case olderThan > 0 && time.Since(o.Created) > olderThan:
 			o.Reason = fmt.Sprintf("older than %s", olderThan)
@@ -59,10 +60,34 @@ func List(ctx context.Context, cli *client.Client, olderThan time.Duration) ([]O
 	return out, nil
 }
 
-// alive reports whether a process with this pid exists on this host.
-func alive(pid int) bool {
+// alive reports whether the process that owns a container still runs on
+// this host: the pid exists and, when the label recorded it, started at the
+// same time (so a reused pid does not keep an orphan alive).
+func alive(pid int, start string) bool {
 	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	return start == "" || processStart(pid) == "" || processStart(pid) == start
+}
+
+// processStart is a process's start time in clock ticks since boot (field
+// 22 of /proc/PID/stat), or "" where /proc cannot tell.
+func processStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command name may hold spaces
+	if i < 0 {
+		return ""
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 20 {
+		return ""
+	}
+	return fields[19]
 }
 
 // Prune removes orphaned ctxcode containers and data volumes, and returns
@@ -78,10 +103,15 @@ func Prune(ctx context.Context, cli *client.Client, opts PruneOptions) ([]Orphan
 		if o.Reason == "" {
 			continue
 		}
-		removed = append(removed, o)
-		if !opts.DryRun {
-			errs = append(errs, teardown(cli, o.ID, ""))
+		if opts.DryRun {
+			removed = append(removed, o)
+			continue
 		}
+		if err := teardown(cli, o.ID, ""); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, o)
 	}
 	if !opts.DryRun {
 		errs = append(errs, pruneVolumes(ctx, cli, opts.OlderThan))
@@ -100,7 +130,7 @@ func pruneVolumes(ctx context.Context, cli *client.Client, olderThan time.Durati
 	for _, v := range vs.Volumes {
 		pid, _ := strconv.Atoi(v.Labels[LabelPID])
 		sec, _ := strconv.ParseInt(v.Labels[LabelCreated], 10, 64)
-		gone := v.Labels[LabelHost] == host && pid > 0 && !alive(pid)
+		gone := v.Labels[LabelHost] == host && pid > 0 && !alive(pid, v.Labels[LabelPIDStart])
 		old := olderThan > 0 && sec > 0 && time.Since(time.Unix(sec, 0)) > olderThan
 		if gone || old {
 			errs = append(errs, teardown(cli, "", v.Name))

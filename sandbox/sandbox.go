@@ -37,11 +37,12 @@ import (
 
 // Labels put on every ctxcode container and image.
 const (
-	LabelSession = "ctxcode.session"
-	LabelCreated = "ctxcode.created"
-	LabelPID     = "ctxcode.pid"
-	LabelHost    = "ctxcode.host"
-	LabelImage   = "ctxcode.image"
+	LabelSession  = "ctxcode.session"
+	LabelCreated  = "ctxcode.created"
+	LabelPID      = "ctxcode.pid"
+	LabelPIDStart = "ctxcode.pid_start" // the owner's start time, against pid reuse
+	LabelHost     = "ctxcode.host"
+	LabelImage    = "ctxcode.image"
 )
 
 // Config describes the containers a Docker transport starts. Start from
@@ -77,7 +78,8 @@ type Config struct {
 	// NoIPython makes the Python driver use its standard-library path even
 	// though the image has IPython (faster to start; same value text).
 	NoIPython bool
-	// Session is the value of the ctxcode.session label. Default: a fresh id.
+	// Session is the value of the ctxcode.session label. Default: a fresh
+	// id for every container started.
 	Session string
 	// StopGrace is how long Close waits for the kernel to end after its
 	// input closes before the container is killed. Default 2s.
