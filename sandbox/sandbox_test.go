@@ -718,3 +718,44 @@ func TestPoolForgetsRecoveredFailures(t *testing.T) {
 	t.Cleanup(func() { _ = k.Close() })
 	requireWorks(t, k)
 }
+
+// TestContainerDefaults inspects a container made from DefaultConfig: every
+// hardening default is really set on the daemon's side.
+func TestContainerDefaults(t *testing.T) {
+	cli := newDockerClient(t)
+	cfg := testConfig(t)
+	removeSessionOnCleanup(t, cli, cfg.Session)
+	k := startKernel(t, cfg)
+	requireWorks(t, k)
+	cs := sessionContainers(t, cli, cfg.Session)
+	require.Len(t, cs, 1)
+	info, err := cli.ContainerInspect(context.Background(), cs[0].ID)
+	require.NoError(t, err)
+	hc := info.HostConfig
+	assert.Equal(t, "none", string(hc.NetworkMode))
+	assert.Equal(t, []string{"ALL"}, []string(hc.CapDrop))
+	assert.Contains(t, hc.SecurityOpt, "no-new-privileges")
+	assert.True(t, hc.ReadonlyRootfs)
+	require.NotNil(t, hc.Init)
+	assert.True(t, *hc.Init)
+	assert.Equal(t, int64(2<<30), hc.Memory)
+	assert.Equal(t, int64(2<<30), hc.MemorySwap, "no swap beyond the memory limit")
+	assert.Equal(t, int64(1e9), hc.NanoCPUs)
+	require.NotNil(t, hc.PidsLimit)
+	assert.Equal(t, int64(256), *hc.PidsLimit)
+	assert.Contains(t, hc.Tmpfs["/tmp"], fmt.Sprintf("size=%d", 256<<20))
+	assert.Empty(t, hc.PortBindings)
+	assert.Equal(t, "65534:65534", info.Config.User)
+	assert.Equal(t, WorkDir, info.Config.WorkingDir)
+	for _, l := range []string{LabelSession, LabelCreated, LabelPID, LabelHost} {
+		assert.NotEmpty(t, info.Config.Labels[l], l)
+	}
+	assert.Equal(t, strconv.Itoa(os.Getpid()), info.Config.Labels[LabelPID])
+	for _, e := range info.Config.Env {
+		name, _, _ := strings.Cut(e, "=")
+		assert.Contains(t, []string{"PATH", "HOME", "LANG", "IPYTHONDIR", "MPLCONFIGDIR", "MPLBACKEND", "TERM", "HOSTNAME"}, name, "environment variable %s", name)
+	}
+	var pidsMax string
+	answer(t, k, "ANSWER(open('/sys/fs/cgroup/pids.max').read().strip() if __import__('os').path.exists('/sys/fs/cgroup/pids.max') else open('/sys/fs/cgroup/pids/pids.max').read().strip())", &pidsMax)
+	assert.Equal(t, "256", pidsMax, "the pids limit, as the kernel's cgroup sees it")
+}

@@ -319,9 +319,28 @@ func TestSandboxStatusAndPrune(t *testing.T) {
 	assert.Contains(t, got.stdout, "image: "+sandbox.KernelImage()+" present")
 	assert.Contains(t, got.stdout, "containers: ")
 
+	// An orphan: a container whose owner (a pid that has ended) is gone.
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	host, _ := os.Hostname()
+	cli := requireDocker(t)
+	ctx := context.Background()
+	made, err := cli.ContainerCreate(ctx, &container.Config{Image: sandbox.KernelImage(), Cmd: []string{"true"}, Labels: map[string]string{
+		sandbox.LabelSession: "cli-test-orphan", sandbox.LabelPID: strconv.Itoa(dead.Process.Pid), sandbox.LabelHost: host,
+		sandbox.LabelCreated: strconv.FormatInt(time.Now().Unix(), 10)}}, nil, nil, nil, "")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cli.ContainerRemove(ctx, made.ID, container.RemoveOptions{Force: true}) })
+	exists := func() bool { _, err := cli.ContainerInspect(ctx, made.ID); return err == nil }
+
 	got = runCLI(t, "", "sandbox", "prune", "--dry-run")
 	require.Equal(t, 0, got.code, got.stderr)
-	assert.NotContains(t, got.stdout, "removed ")
+	assert.Contains(t, got.stdout, "would remove "+made.ID[:12])
+	assert.True(t, exists(), "a dry run removes nothing")
+
+	got = runCLI(t, "", "sandbox", "prune")
+	require.Equal(t, 0, got.code, got.stderr)
+	assert.Contains(t, got.stdout, "removed "+made.ID[:12])
+	assert.False(t, exists())
 
 	got = runCLI(t, "", "sandbox", "frobnicate")
 	assert.Equal(t, exitUsage, got.code)
