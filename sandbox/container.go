@@ -248,7 +248,6 @@ func (d *Docker) hostConfig(mounts []mount.Mount) *container.HostConfig {
 	hc := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(d.cfg.Network),
 		ReadonlyRootfs: !d.cfg.WritableRoot,
-		SecurityOpt:    []string{"no-new-privileges"},
 		Init:           &init,
 		Mounts:         mounts,
 		Tmpfs:          map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", d.cfg.TmpSize)},
@@ -256,12 +255,18 @@ func (d *Docker) hostConfig(mounts []mount.Mount) *container.HostConfig {
 	if !d.cfg.KeepCaps {
 		hc.CapDrop = []string{"ALL"}
 	}
+	if !d.cfg.NewPrivileges {
+		hc.SecurityOpt = []string{"no-new-privileges"}
+	}
 	if d.cfg.TmpSize <= 0 {
 		hc.Tmpfs = map[string]string{"/tmp": "rw,nosuid,nodev,mode=1777"}
 	}
 	if d.cfg.Memory > 0 {
 		hc.Resources.Memory = d.cfg.Memory
 		hc.Resources.MemorySwap = d.cfg.Memory // no swap beyond the memory limit
+		if d.cfg.Swap != 0 {
+			hc.Resources.MemorySwap = d.cfg.Swap
+		}
 	}
 	if d.cfg.CPUs > 0 {
 		hc.Resources.NanoCPUs = int64(d.cfg.CPUs * 1e9)

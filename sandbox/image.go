@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
@@ -106,12 +108,17 @@ func Build(ctx context.Context, cli *client.Client, opts BuildOptions) (built bo
 	if err != nil {
 		return false, fmt.Errorf("make build folder: %w", err)
 	}
-	defer func() { err = errors.Join(err, os.RemoveAll(root)) }()
+	defer func() { err = errors.Join(err, removeRoot(root)) }()
 
 	fmt.Fprintf(progress, "debootstrap %s (%s) from %s into %s\n", recipe.Suite, strings.Join(recipe.Packages, ", "), mirror, root)
 	cmd := exec.CommandContext(ctx, "debootstrap", "--variant="+recipe.Variant,
 		"--include="+strings.Join(recipe.Packages, ","), recipe.Suite, root, mirror)
 	cmd.Stdout, cmd.Stderr = progress, progress
+	// On cancel, SIGTERM the whole group: debootstrap traps it and unmounts
+	// what it mounted under root; SIGKILL comes only after WaitDelay.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
 	if err := cmd.Run(); err != nil {
 		return false, fmt.Errorf("debootstrap from %s: %w (its output is above; check the mirror and the network)", mirror, err)
 	}
@@ -176,6 +183,40 @@ func readJSONMessages(r io.Reader) error {
 			return errors.New(m.Error)
 		}
 	}
+}
+
+// removeRoot unmounts whatever is still mounted under root (debootstrap
+// mounts /proc, and on some hosts binds /dev), deepest first, and removes
+// root only when nothing is mounted there any more, so that a removal can
+// never reach into the host's /proc or /dev.
+func removeRoot(root string) error {
+	mounts, err := mountsUnder(root)
+	if err != nil {
+		return fmt.Errorf("build folder %s left in place: %w", root, err)
+	}
+	for i := len(mounts) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(mounts[i], syscall.MNT_DETACH)
+	}
+	if mounts, err = mountsUnder(root); err != nil || len(mounts) > 0 {
+		return fmt.Errorf("build folder %s left in place: still mounted there: %v %v; unmount them and remove it", root, mounts, err)
+	}
+	return os.RemoveAll(root)
+}
+
+// mountsUnder lists the mount points under dir, in mount order.
+func mountsUnder(dir string) ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			out = append(out, f[4])
+		}
+	}
+	return out, nil
 }
 
 func clearDir(dir string) error {

@@ -75,6 +75,12 @@ type Config struct {
 	WritableRoot bool
 	// KeepCaps keeps Docker's default capabilities instead of dropping all.
 	KeepCaps bool
+	// NewPrivileges allows setuid binaries to gain privileges (drops the
+	// no-new-privileges option). Default false.
+	NewPrivileges bool
+	// Swap is the memory+swap limit in bytes. Zero means equal to Memory
+	// (no swap); -1 means unlimited swap.
+	Swap int64
 	// NoIPython makes the Python driver use its standard-library path even
 	// though the image has IPython (faster to start; same value text).
 	NoIPython bool

@@ -11,7 +11,7 @@ import (
 
 const sandboxUsage = `Usage:
   ctxcode sandbox build [--mirror URL]        build the kernel image (offline, from Debian packages)
-  ctxcode sandbox status                      is Docker reachable, is the image there, which containers live
+  ctxcode sandbox status [--image NAME]       is Docker reachable, is the image there, which containers live
   ctxcode sandbox prune [--older-than D] [--dry-run]
                                               remove containers left by ctxcode processes that are gone
 
@@ -49,6 +49,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	case "status":
 		fs := newFlagSet("sandbox status", sandboxUsage, stderr)
+		img := fs.String("image", sandbox.KernelImage(), "kernel image to look for")
 		if err := fs.parse(args[1:]); err != nil {
 			return err
 		}
@@ -59,14 +60,16 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		defer cli.Close()
 		fmt.Fprintf(stdout, "docker: reachable at %s (API %s)\n", cli.DaemonHost(), cli.ClientVersion())
-		ok, err := sandbox.ImageExists(ctx, cli, sandbox.KernelImage())
+		ok, err := sandbox.ImageExists(ctx, cli, *img)
 		switch {
 		case err != nil:
 			return err
 		case ok:
-			fmt.Fprintf(stdout, "image: %s present\n", sandbox.KernelImage())
+			fmt.Fprintf(stdout, "image: %s present\n", *img)
+		case *img == sandbox.KernelImage():
+			fmt.Fprintf(stdout, "image: %s missing (run: ctxcode sandbox build)\n", *img)
 		default:
-			fmt.Fprintf(stdout, "image: %s missing (run: ctxcode sandbox build)\n", sandbox.KernelImage())
+			fmt.Fprintf(stdout, "image: %s missing (pull or build it)\n", *img)
 		}
 		cs, err := sandbox.List(ctx, cli, 0)
 		if err != nil {

@@ -25,6 +25,8 @@ type sandboxFlags struct {
 	user         string
 	writableRoot bool
 	keepCaps     bool
+	newPrivs     bool
+	swap         byteSize
 	python       string
 	noIPython    bool
 	dataLink     bool
@@ -43,6 +45,8 @@ func (s *sandboxFlags) register(fs *flagSet) {
 	fs.StringVar(&s.user, "user", def.User, "docker: user:group the kernel runs as")
 	fs.BoolVar(&s.writableRoot, "writable-root", false, "docker: leave the root filesystem writable")
 	fs.BoolVar(&s.keepCaps, "keep-caps", false, "docker: keep Docker's default capabilities instead of dropping all")
+	fs.BoolVar(&s.newPrivs, "new-privileges", false, "docker: let setuid programs gain privileges (drops no-new-privileges)")
+	fs.Var(&s.swap, "memory-swap", "docker: memory plus swap limit (default: equal to --memory, so no swap)")
 	fs.StringVar(&s.python, "python", "", "local: Python interpreter (default: python3 on PATH, or $CTXCODE_PYTHON)")
 	fs.BoolVar(&s.noIPython, "no-ipython", false, "use the Python driver's standard-library path even when IPython is there (starts faster)")
 	fs.BoolVar(&s.dataLink, "data-link", false, "local: show --data by a link instead of a read-only copy (cells can then change your files)")
@@ -89,7 +93,7 @@ func (s *sandboxFlags) transport(ctx context.Context, lang kernel.Language, data
 	}
 	cfg.DataDir, cfg.Network, cfg.Memory, cfg.CPUs, cfg.Pids = dataDir, s.network, int64(s.memory), s.cpus, s.pids
 	cfg.TmpSize, cfg.User, cfg.WritableRoot, cfg.KeepCaps = int64(s.tmpSize), s.user, s.writableRoot, s.keepCaps
-	cfg.NoIPython = s.noIPython
+	cfg.NoIPython, cfg.NewPrivileges, cfg.Swap = s.noIPython, s.newPrivs, int64(s.swap)
 	var tr kernel.Transport
 	if lang == kernel.Go {
 		exe, eerr := os.Executable()
