@@ -24,6 +24,13 @@ func realPython(tb testing.TB, modules ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// driverPaths are the two ways the Python driver runs cells.
+var driverPaths = []struct {
+	name      string
+	modules   []string
+	noIPython bool
+}{{"stdlib", nil, true}, {"ipython", []string{"IPython"}, false}}
+
 // benchCells runs `1+1` b.N times and reports the median round trip.
 func benchCells(b *testing.B, k Kernel) {
 	ctx := context.Background()
@@ -55,11 +62,7 @@ func median(ds []time.Duration) time.Duration {
 // spawning `python3 -c '1+1'` for every cell. speedup-x is baseline/kernel
 // medians measured in the same run.
 func BenchmarkPythonCell(b *testing.B) {
-	for _, fl := range []struct {
-		name      string
-		modules   []string
-		noIPython bool
-	}{{"stdlib", nil, true}, {"ipython", []string{"IPython"}, false}} {
+	for _, fl := range driverPaths {
 		b.Run(fl.name, func(b *testing.B) {
 			python := realPython(b, fl.modules...)
 			k := startPython(b, flavour{name: fl.name, python: python, noIPython: fl.noIPython}, LocalConfig{})
@@ -102,11 +105,7 @@ func spawnMedian(tb testing.TB, python string, n int) time.Duration {
 
 // BenchmarkPythonStart is kernel start to first result.
 func BenchmarkPythonStart(b *testing.B) {
-	for _, fl := range []struct {
-		name      string
-		modules   []string
-		noIPython bool
-	}{{"stdlib", nil, true}, {"ipython", []string{"IPython"}, false}} {
+	for _, fl := range driverPaths {
 		b.Run(fl.name, func(b *testing.B) {
 			python := realPython(b, fl.modules...)
 			tr, err := NewLocalPython(python, fl.noIPython, LocalConfig{})
