@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/session"
 )
 
@@ -36,7 +39,7 @@ type execOptions struct {
 	sandbox    sandboxFlags
 	lang       kernel.Language
 	dataDir    string
-	prefix     string
+	prefix     *prefixes.Prefix
 	timeout    time.Duration
 	maxOutput  int
 	json       bool
@@ -50,7 +53,7 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 	lang := fs.String("lang", "python", "kernel language: python or go")
 	o.sandbox.register(fs)
 	fs.StringVar(&o.dataDir, "data", "", "data folder, shown to the kernel read-only as data/")
-	fs.StringVar(&o.prefix, "prefix", "", "session prefix to run first (comes with the prefixes feature)")
+	prefix := fs.String("prefix", "", "session prefix to run first: a built-in name ("+strings.Join(prefixes.Builtins(), ", ")+") or a percent-format file")
 	fs.DurationVar(&o.timeout, "timeout", kernel.DefaultTimeout, "soft time limit per cell; the kernel is killed at this plus a 2s grace")
 	fs.IntVar(&o.maxOutput, "max-output", kernel.DefaultMaxOutputBytes, "bytes of stdout, stderr and value kept per cell (head and tail)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON result per cell instead of IPython-style text")
@@ -64,8 +67,18 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 	if err := o.sandbox.check(); err != nil {
 		return nil, err
 	}
-	if o.prefix != "" {
-		return nil, usagef("--prefix is not available yet (it comes with the prefixes feature)")
+	if *prefix != "" {
+		if o.prefix, err = prefixes.Load(*prefix); err != nil {
+			return nil, usagef("--prefix: %v", err)
+		}
+		langSet := false
+		fs.Visit(func(f *flag.Flag) { langSet = langSet || f.Name == "lang" })
+		switch {
+		case !langSet:
+			o.lang = o.prefix.Language
+		case o.lang != o.prefix.Language:
+			return nil, usagef("--prefix %s is written in %s, but --lang is %s", o.prefix.Name, o.prefix.Language, o.lang)
+		}
 	}
 	if o.timeout <= 0 {
 		return nil, usagef("--timeout must be positive, got %s", o.timeout)
@@ -135,7 +148,8 @@ func readCells(r io.Reader) ([]string, error) {
 
 // execRecord is one line of exec --json.
 type execRecord struct {
-	Code string `json:"code"`
+	Code   string `json:"code"`
+	Prefix bool   `json:"prefix,omitempty"` // a cell of the --prefix
 	kernel.Result
 }
 
@@ -164,14 +178,39 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
 	count := 0
+	printed := 0
+	show := func(c session.Cell, prefix bool) error {
+		if o.json {
+			return enc.Encode(execRecord{Code: c.Code, Prefix: prefix, Result: c.Result})
+		}
+		if printed > 0 {
+			fmt.Fprintln(stdout)
+		}
+		printed++
+		_, err := io.WriteString(stdout, c.Render())
+		return err
+	}
+	if o.prefix != nil {
+		cells, err := prefixes.Build(ctx, k, o.prefix, kernel.ExecOptions{Timeout: o.timeout, MaxOutputBytes: o.maxOutput})
+		for _, c := range cells {
+			if err := show(c, true); err != nil {
+				return err
+			}
+			count = c.Result.Count
+		}
+		var be *prefixes.BuildError
+		if errors.As(err, &be) {
+			return usagef("%v", err)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	for i, code := range o.cells {
 		res, err := k.Execute(ctx, code, kernel.ExecOptions{Timeout: o.timeout, MaxOutputBytes: o.maxOutput})
 		if err != nil {
 			if !o.json { // show which cell it was
-				if i > 0 {
-					fmt.Fprintln(stdout)
-				}
-				io.WriteString(stdout, session.Cell{Code: code, Result: kernel.Result{Count: count + 1}}.Render())
+				_ = show(session.Cell{Code: code, Result: kernel.Result{Count: count + 1}}, false)
 			}
 			skipped := ""
 			if rest := len(o.cells) - i - 1; rest > 0 {
@@ -183,16 +222,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			return fmt.Errorf("cell %d of %d%s: %w", i+1, len(o.cells), skipped, err)
 		}
 		count = res.Count
-		if o.json {
-			if err := enc.Encode(execRecord{Code: code, Result: res}); err != nil {
-				return err
-			}
-			continue
-		}
-		if i > 0 {
-			fmt.Fprintln(stdout)
-		}
-		if _, err := io.WriteString(stdout, session.Cell{Code: code, Result: res}.Render()); err != nil {
+		if err := show(session.Cell{Code: code, Result: res}, false); err != nil {
 			return err
 		}
 	}

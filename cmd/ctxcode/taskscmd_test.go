@@ -62,3 +62,29 @@ func TestTasksUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestExecWithPrefix(t *testing.T) {
+	requirePython(t)
+	dir := filepath.Join(t.TempDir(), "pm")
+	got := runCLI(t, "", "data", "gen", "--tier", "s", "--seed", "1", "--out", dir)
+	require.Equal(t, 0, got.code, got.stderr)
+
+	got = runCLI(t, "", "exec", "--sandbox", "local", "--prefix", "pm", "--data", dir, "--", "len(tasks)")
+	require.Equal(t, 0, got.code, got.stderr)
+	assert.Contains(t, got.stdout, "Out[2]: (3, 30, 8, 500, 2000)")
+	assert.True(t, strings.HasSuffix(got.stdout, "In [7]: len(tasks)\nOut[7]: 500\n"), got.stdout)
+
+	got = runCLI(t, "", "exec", "--sandbox", "local", "--prefix", "pm", "--data", dir, "--json", "--", "len(users)")
+	require.Equal(t, 0, got.code, got.stderr)
+	lines := strings.Split(strings.TrimSpace(got.stdout), "\n")
+	require.Len(t, lines, 7)
+	assert.Contains(t, lines[0], `"prefix":true`)
+	assert.NotContains(t, lines[6], `"prefix"`)
+
+	broken := filepath.Join(t.TempDir(), "broken.py")
+	require.NoError(t, os.WriteFile(broken, []byte("# %%\nx = 1\n# %%\nundefined_name\n"), 0o644))
+	got = runCLI(t, "", "exec", "--sandbox", "local", "--prefix", broken, "--", "1")
+	assert.Equal(t, exitUsage, got.code)
+	assert.Contains(t, got.stderr, "cell 2 (line 4) failed")
+	assert.Contains(t, got.stderr, "NameError")
+}

@@ -1,0 +1,224 @@
+// Package prefixes reads, builds and checks session prefixes: real cells,
+// really executed, that load the data and bind variables before a model
+// says a word.
+//
+// A prefix file is in the percent format that Jupytext, VS Code and Spyder
+// read: cells are separated by "# %%" lines ("// %%" for Go). Comment lines
+// before the first cell form the header, "key: value" lines with the keys
+// name, language (python or go), description and rules (a short text for
+// the system prompt):
+//
+//	# name: pm
+//	# language: python
+//	# description: The project-management workspace.
+//	# %%
+//	import json, os
+//	sorted(os.listdir('data'))
+//
+// Build runs every cell in a real kernel; nothing in a transcript is ever
+// written by hand.
+package prefixes
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/session"
+)
+
+// Prefix is a parsed prefix file.
+type Prefix struct {
+	Name        string
+	Language    kernel.Language
+	Description string
+	Rules       string
+	Source      string // the file it came from, or "builtin:NAME"
+	Cells       []Cell
+}
+
+// Cell is one cell of a prefix.
+type Cell struct {
+	Code string
+	Line int // the line of the file where the cell's code starts
+}
+
+// ParseError is a prefix file that does not parse.
+type ParseError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+// Parse reads a prefix in the percent format; file names it in errors.
+func Parse(file string, src []byte) (*Prefix, error) {
+	p := &Prefix{Source: file}
+	lines := strings.Split(strings.ReplaceAll(string(src), "\r\n", "\n"), "\n")
+	var cur []string
+	start := 0
+	inCells := false
+	flush := func() {
+		code := strings.Trim(strings.Join(cur, "\n"), "\n")
+		if strings.TrimSpace(code) != "" {
+			p.Cells = append(p.Cells, Cell{Code: code, Line: start})
+		}
+		cur = nil
+	}
+	for i, line := range lines {
+		n := i + 1
+		trimmed := strings.TrimSpace(line)
+		if isMarker(trimmed) {
+			if inCells {
+				flush()
+			}
+			inCells, start = true, n+1
+			continue
+		}
+		if inCells {
+			if len(cur) == 0 && trimmed == "" {
+				start = n + 1
+				continue
+			}
+			cur = append(cur, line)
+			continue
+		}
+		// The header: comments with key: value, and blank lines.
+		if trimmed == "" {
+			continue
+		}
+		body, ok := strings.CutPrefix(trimmed, "#")
+		if !ok {
+			body, ok = strings.CutPrefix(trimmed, "//")
+		}
+		if !ok {
+			return nil, &ParseError{file, n, `code before the first cell marker: start cells with a "# %%" line ("// %%" for Go)`}
+		}
+		key, val, ok := strings.Cut(strings.TrimSpace(body), ":")
+		if !ok {
+			continue // a plain comment
+		}
+		val = strings.TrimSpace(val)
+		switch strings.ToLower(strings.TrimSpace(key)) {
+		case "name":
+			p.Name = val
+		case "language":
+			lang, err := kernel.ParseLanguage(val)
+			if err != nil {
+				return nil, &ParseError{file, n, err.Error()}
+			}
+			p.Language = lang
+		case "description":
+			p.Description = val
+		case "rules":
+			p.Rules = strings.TrimSpace(p.Rules + " " + val)
+		}
+	}
+	if inCells {
+		flush()
+	}
+	if len(p.Cells) == 0 {
+		return nil, &ParseError{file, len(lines), `no cells: a prefix needs at least one "# %%" cell`}
+	}
+	if p.Language == "" {
+		p.Language = kernel.Python
+		if strings.HasSuffix(file, ".go") {
+			p.Language = kernel.Go
+		}
+	}
+	if p.Name == "" {
+		p.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	return p, nil
+}
+
+func isMarker(line string) bool {
+	for _, m := range []string{"# %%", "// %%"} {
+		if line == m || strings.HasPrefix(line, m+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+//go:embed builtin
+var builtin embed.FS
+
+// Builtins lists the names of the built-in prefixes.
+func Builtins() []string {
+	entries, _ := builtin.ReadDir("builtin")
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), filepath.Ext(e.Name())))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Load returns a built-in prefix by name, or reads a prefix file.
+func Load(nameOrPath string) (*Prefix, error) {
+	entries, _ := builtin.ReadDir("builtin")
+	for _, e := range entries {
+		if strings.TrimSuffix(e.Name(), filepath.Ext(e.Name())) == nameOrPath {
+			src, err := builtin.ReadFile("builtin/" + e.Name())
+			if err != nil {
+				return nil, err
+			}
+			return Parse("builtin:"+e.Name(), src)
+		}
+	}
+	src, err := os.ReadFile(nameOrPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("prefix %q: no such built-in prefix (%s) and no such file", nameOrPath, strings.Join(Builtins(), ", "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("prefix %q: %w", nameOrPath, err)
+	}
+	return Parse(nameOrPath, src)
+}
+
+// BuildError is a prefix cell that failed in the kernel.
+type BuildError struct {
+	Prefix string
+	Cell   int // 1-based
+	Line   int
+	Result kernel.Result
+}
+
+func (e *BuildError) Error() string {
+	tb := ""
+	if e.Result.Error != nil {
+		tb = e.Result.Error.Traceback
+		if tb == "" {
+			tb = e.Result.Error.Name + ": " + e.Result.Error.Value
+		}
+	}
+	return fmt.Sprintf("prefix %s: cell %d (line %d) failed with status %s:\n%s", e.Prefix, e.Cell, e.Line, e.Result.Status, tb)
+}
+
+// Build runs every cell of p in k, in order, and returns them with their
+// real results. A cell that fails (error or timeout) fails the build.
+func Build(ctx context.Context, k kernel.Kernel, p *Prefix, opts kernel.ExecOptions) ([]session.Cell, error) {
+	if k.Language() != p.Language {
+		return nil, fmt.Errorf("prefix %s is written in %s, but the kernel runs %s: use --lang %s or another prefix", p.Name, p.Language, k.Language(), p.Language)
+	}
+	cells := make([]session.Cell, 0, len(p.Cells))
+	for i, c := range p.Cells {
+		res, err := k.Execute(ctx, c.Code, opts)
+		if err != nil {
+			return cells, fmt.Errorf("prefix %s: cell %d (line %d): %w", p.Name, i+1, c.Line, err)
+		}
+		if res.Status != kernel.StatusOK {
+			return cells, &BuildError{Prefix: p.Name, Cell: i + 1, Line: c.Line, Result: res}
+		}
+		cells = append(cells, session.Cell{Code: c.Code, Result: res})
+	}
+	return cells, nil
+}

@@ -1,0 +1,134 @@
+package prefixes_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/prefixes"
+)
+
+func TestParse(t *testing.T) {
+	p, err := prefixes.Parse("x.py", []byte("# name: demo\n# language: python\n# description: a demo\n# rules: be brief.\n"+
+		"# rules: answer with ANSWER.\n# just a comment\n\n# %%\nx = 1\n\n# %% second\n\nx + 1\n# %%\n\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "demo", p.Name)
+	assert.Equal(t, kernel.Python, p.Language)
+	assert.Equal(t, "a demo", p.Description)
+	assert.Equal(t, "be brief. answer with ANSWER.", p.Rules)
+	assert.Equal(t, []prefixes.Cell{{Code: "x = 1", Line: 9}, {Code: "x + 1", Line: 13}}, p.Cells)
+
+	g, err := prefixes.Parse("dir/loader.go", []byte("// %%\nx := 41\n// %%\nx + 1\n"))
+	require.NoError(t, err)
+	assert.Equal(t, kernel.Go, g.Language, "a .go file is Go")
+	assert.Equal(t, "loader", g.Name, "the name defaults to the file's")
+	assert.Len(t, g.Cells, 2)
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"code before the first cell", "# name: x\nimport os\n# %%\n1\n", "bad.py:2: code before the first cell marker"},
+		{"unknown language", "# language: ruby\n# %%\n1\n", `bad.py:1: unknown language "ruby"`},
+		{"no cells", "# name: x\n", "bad.py:2: no cells"},
+		{"only empty cells", "# %%\n\n# %%\n", "no cells"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := prefixes.Parse("bad.py", []byte(tc.src))
+			var pe *prefixes.ParseError
+			require.ErrorAs(t, err, &pe)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	assert.Contains(t, prefixes.Builtins(), "pm")
+	p, err := prefixes.Load("pm")
+	require.NoError(t, err)
+	assert.Equal(t, "pm", p.Name)
+	assert.Equal(t, "builtin:pm.py", p.Source)
+
+	_, err = prefixes.Load("no-such-prefix")
+	assert.ErrorContains(t, err, "no such built-in prefix (pm")
+
+	f := filepath.Join(t.TempDir(), "mine.py")
+	require.NoError(t, os.WriteFile(f, []byte("# %%\n1 + 1\n"), 0o644))
+	p, err = prefixes.Load(f)
+	require.NoError(t, err)
+	assert.Equal(t, "mine", p.Name)
+}
+
+func startPython(t *testing.T, dataDir string) kernel.Kernel {
+	t.Helper()
+	python, err := kernel.FindPython(os.Getenv("CTXCODE_PYTHON"))
+	if err != nil {
+		if os.Getenv("CI") != "" || os.Getenv("CTXCODE_REQUIRE_DOCKER") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	tr, err := kernel.NewLocalPython(python, false, kernel.LocalConfig{DataDir: dataDir})
+	require.NoError(t, err)
+	k, err := kernel.Start(context.Background(), kernel.Python, tr, kernel.ClientOptions{})
+	if k != nil {
+		t.Cleanup(func() { _ = k.Close() })
+	}
+	require.NoError(t, err)
+	return k
+}
+
+// TestBuildPM builds the pm prefix over a generated dataset: every output
+// comes from the kernel, and the variables stay bound for the model.
+func TestBuildPM(t *testing.T) {
+	dir := t.TempDir()
+	tier, err := datasets.ParseTier("s")
+	require.NoError(t, err)
+	_, err = datasets.Generate(tier, 1).Write(dir, true)
+	require.NoError(t, err)
+	k := startPython(t, dir)
+	p, err := prefixes.Load("pm")
+	require.NoError(t, err)
+	cells, err := prefixes.Build(context.Background(), k, p, kernel.ExecOptions{Timeout: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, cells, len(p.Cells))
+	assert.Equal(t, "(3, 30, 8, 500, 2000)", cells[1].Result.Value)
+	assert.Equal(t, "(['blocked', 'done', 'in_progress', 'review', 'todo'],\n ['commented', 'created', 'reassigned', 'status_changed'])", cells[2].Result.Value)
+	assert.Contains(t, cells[4].Result.Value, "'estimate_hours'", "the last task shows every field")
+	for i, c := range cells {
+		assert.Equal(t, i+1, c.Result.Count)
+	}
+	res, err := k.Execute(context.Background(), "len([t for t in tasks if t['status'] == 'blocked']) > 0", kernel.ExecOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "True", res.Value, "the model continues with the bound variables")
+}
+
+func TestBuildFailures(t *testing.T) {
+	k := startPython(t, "")
+	p, err := prefixes.Parse("broken.py", []byte("# %%\nx = 1\n# %%\n\nundefined_name\n"))
+	require.NoError(t, err)
+	cells, err := prefixes.Build(context.Background(), k, p, kernel.ExecOptions{})
+	var be *prefixes.BuildError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, 2, be.Cell)
+	assert.Equal(t, 5, be.Line)
+	assert.Contains(t, err.Error(), "NameError: name 'undefined_name' is not defined")
+	assert.Len(t, cells, 1, "the cells that ran are returned")
+
+	g, err := prefixes.Parse("x.go", []byte("// %%\nx := 1\n"))
+	require.NoError(t, err)
+	_, err = prefixes.Build(context.Background(), k, g, kernel.ExecOptions{})
+	require.Error(t, err)
+	assert.True(t, strings.Contains(err.Error(), "written in go, but the kernel runs python"), err.Error())
+	assert.False(t, errors.As(err, &be))
+}
