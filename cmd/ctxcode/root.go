@@ -37,6 +37,7 @@ Commands:
   exec      run cells in a fresh kernel and print them IPython style
   sandbox   build the kernel image, check Docker, remove leftover containers
   tasks     list a dataset's graded tasks and their gold answers
+  prefix    show or verify a session prefix, built in a real kernel
   version   print the version
   help      print help for a command
 
@@ -64,6 +65,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runSandbox(ctx, rest, stdout, stderr)
 	case "tasks":
 		err = runTasks(ctx, rest, stdout, stderr)
+	case "prefix":
+		err = runPrefix(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "ctxcode", version)
 	case "help", "-h", "-help", "--help":

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/session"
+)
+
+const prefixUsage = `Usage:
+  ctxcode prefix show   P --data DIR [flags]    build P in a fresh kernel, print the transcript and its token count
+  ctxcode prefix verify P --data DIR [flags]    build P twice in fresh kernels; fail on any difference,
+                                                a failing cell, or a transcript over --max-tokens
+
+P is a built-in prefix (` + "`pm`" + `) or a percent-format file (cells separated by "# %%" lines).
+Every output in a transcript comes from a real kernel; nothing is written by hand.
+`
+
+type prefixOptions struct {
+	sandbox   sandboxFlags
+	prefix    *prefixes.Prefix
+	dataDir   string
+	encoding  string
+	maxTokens int
+	timeout   time.Duration
+}
+
+func parsePrefix(cmd string, args []string, stderr io.Writer) (*prefixOptions, error) {
+	o := &prefixOptions{}
+	fs := newFlagSet("prefix "+cmd, prefixUsage, stderr)
+	o.sandbox.register(fs)
+	fs.StringVar(&o.dataDir, "data", "", "data folder the prefix loads, shown to the kernel as data/")
+	fs.StringVar(&o.encoding, "encoding", string(session.O200kBase), "token vocabulary: o200k_base or cl100k_base")
+	fs.IntVar(&o.maxTokens, "max-tokens", 4000, "verify: the most tokens the rendered transcript may have")
+	fs.DurationVar(&o.timeout, "timeout", kernel.DefaultTimeout, "soft time limit per cell")
+	// The prefix may come first: ctxcode prefix show pm --data DIR.
+	name := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if err := fs.parse(args); err != nil {
+		return nil, err
+	}
+	if name == "" && fs.NArg() > 0 {
+		name = fs.Arg(0)
+	}
+	if name == "" {
+		return nil, usagef("prefix %s: name a prefix (%s) or a file", cmd, strings.Join(prefixes.Builtins(), ", "))
+	}
+	if err := o.sandbox.check(); err != nil {
+		return nil, err
+	}
+	if _, err := session.CountTokens(session.Encoding(o.encoding), ""); err != nil {
+		return nil, usagef("--encoding: %v", err)
+	}
+	var err error
+	if o.prefix, err = prefixes.Load(name); err != nil {
+		return nil, usagef("%v", err)
+	}
+	return o, nil
+}
+
+func runPrefix(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usagef("prefix: missing subcommand\n\n%s", prefixUsage)
+	}
+	switch args[0] {
+	case "show", "verify":
+		o, err := parsePrefix(args[0], args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		text, err := o.build(ctx, stderr)
+		if err != nil {
+			return err
+		}
+		tokens, err := session.CountTokens(session.Encoding(o.encoding), text)
+		if err != nil {
+			return err
+		}
+		if args[0] == "show" {
+			fmt.Fprint(stdout, text)
+			fmt.Fprintf(stdout, "\n[prefix %s: %d cells, %d tokens (%s)]\n", o.prefix.Name, len(o.prefix.Cells), tokens, o.encoding)
+			return nil
+		}
+		again, err := o.build(ctx, stderr)
+		if err != nil {
+			return err
+		}
+		if again != text {
+			return fmt.Errorf("prefix %s is not deterministic: two builds differ:\n%s", o.prefix.Name, firstDifference(text, again))
+		}
+		if tokens > o.maxTokens {
+			return fmt.Errorf("prefix %s renders to %d tokens (%s), over --max-tokens %d", o.prefix.Name, tokens, o.encoding, o.maxTokens)
+		}
+		fmt.Fprintf(stdout, "prefix %s: ok: %d cells, built twice with identical output, %d tokens (%s)\n",
+			o.prefix.Name, len(o.prefix.Cells), tokens, o.encoding)
+		return nil
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, prefixUsage)
+		return nil
+	}
+	return usagef("prefix: unknown subcommand %q (init, export and import are not available yet)\n\n%s", args[0], prefixUsage)
+}
+
+// build runs the prefix in a fresh kernel and renders its transcript.
+func (o *prefixOptions) build(ctx context.Context, stderr io.Writer) (string, error) {
+	tr, cleanup, err := o.sandbox.transport(ctx, o.prefix.Language, o.dataDir, stderr)
+	if err != nil {
+		return "", err
+	}
+	defer cleanup()
+	k, err := kernel.Start(ctx, o.prefix.Language, tr, kernel.ClientOptions{})
+	if err != nil {
+		return "", err
+	}
+	defer k.Close()
+	cells, err := prefixes.Build(ctx, k, o.prefix, kernel.ExecOptions{Timeout: o.timeout})
+	var be *prefixes.BuildError
+	if errors.As(err, &be) {
+		return "", usagef("%v", err)
+	}
+	if err != nil {
+		return "", err
+	}
+	return session.RenderCells(cells), nil
+}
+
+// firstDifference shows the first line where two texts differ.
+func firstDifference(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return fmt.Sprintf("line %d:\n  first:  %s\n  second: %s", i+1, x, y)
+		}
+	}
+	return "(no line differs)"
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPrefixShowAndVerify(t *testing.T) {
+	requirePython(t)
+	dir := filepath.Join(t.TempDir(), "pm")
+	got := runCLI(t, "", "data", "gen", "--tier", "s", "--seed", "1", "--out", dir)
+	require.Equal(t, 0, got.code, got.stderr)
+
+	got = runCLI(t, "", "prefix", "show", "pm", "--sandbox", "local", "--data", dir)
+	require.Equal(t, 0, got.code, got.stderr)
+	assert.Contains(t, got.stdout, "Out[2]: (3, 30, 8, 500, 2000)")
+	assert.Regexp(t, regexp.MustCompile(`\[prefix pm: 6 cells, \d+ tokens \(o200k_base\)\]\n$`), got.stdout)
+
+	got = runCLI(t, "", "prefix", "verify", "pm", "--sandbox", "local", "--data", dir)
+	require.Equal(t, 0, got.code, got.stderr)
+	assert.Contains(t, got.stdout, "prefix pm: ok: 6 cells, built twice with identical output")
+
+	got = runCLI(t, "", "prefix", "verify", "pm", "--sandbox", "local", "--data", dir, "--max-tokens", "50")
+	assert.Equal(t, exitInfra, got.code)
+	assert.Contains(t, got.stderr, "over --max-tokens 50")
+
+	// A prefix whose output changes between builds.
+	flaky := filepath.Join(t.TempDir(), "flaky.py")
+	require.NoError(t, os.WriteFile(flaky, []byte("# %%\nobject()\n"), 0o644))
+	got = runCLI(t, "", "prefix", "verify", flaky, "--sandbox", "local")
+	assert.Equal(t, exitInfra, got.code)
+	assert.Contains(t, got.stderr, "not deterministic")
+	assert.Contains(t, got.stderr, "line 2:")
+}
+
+func TestPrefixUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no subcommand", []string{"prefix"}, "missing subcommand"},
+		{"unknown subcommand", []string{"prefix", "frob"}, `unknown subcommand "frob"`},
+		{"no prefix", []string{"prefix", "show"}, "name a prefix (pm"},
+		{"unknown prefix", []string{"prefix", "show", "nope"}, "no such built-in prefix"},
+		{"bad encoding", []string{"prefix", "show", "pm", "--encoding", "p50k"}, `unknown token encoding "p50k"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := runCLI(t, "", tc.args...)
+			assert.Equal(t, exitUsage, got.code)
+			assert.Contains(t, got.stderr, tc.want)
+		})
+	}
+}
