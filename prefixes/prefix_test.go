@@ -132,3 +132,31 @@ func TestBuildFailures(t *testing.T) {
 	assert.True(t, strings.Contains(err.Error(), "written in go, but the kernel runs python"), err.Error())
 	assert.False(t, errors.As(err, &be))
 }
+
+// TestNoBindControl: pm-nobind shows the same outputs as pm, and leaves no
+// data variable bound.
+func TestNoBindControl(t *testing.T) {
+	dir := t.TempDir()
+	tier, err := datasets.ParseTier("s")
+	require.NoError(t, err)
+	_, err = datasets.Generate(tier, 2).Write(dir, true)
+	require.NoError(t, err)
+	build := func(name string) ([]string, kernel.Kernel) {
+		k := startPython(t, dir)
+		p, err := prefixes.Load(name)
+		require.NoError(t, err)
+		cells, err := prefixes.Build(context.Background(), k, p, kernel.ExecOptions{Timeout: time.Minute})
+		require.NoError(t, err)
+		var values []string
+		for _, c := range cells {
+			values = append(values, c.Result.Value)
+		}
+		return values, k
+	}
+	bound, _ := build("pm")
+	unbound, k := build("pm-nobind")
+	assert.Equal(t, bound, unbound, "the same demonstration")
+	res, err := k.Execute(context.Background(), "[n for n in ('teams', 'users', 'projects', 'tasks', 'events', 'load') if n in dir()]", kernel.ExecOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "[]", res.Value, "no data variable survives")
+}
