@@ -191,3 +191,40 @@ func BenchmarkRenderCountPM(b *testing.B) {
 	}
 	b.ReportMetric(float64(tokens), "tokens")
 }
+
+// TestInit writes a prefix for a mixed folder, and the prefix builds.
+func TestInit(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	write("class.jsonl", `{"id": 1, "kind": "a"}`+"\n"+`{"id": 2, "kind": "b"}`+"\n"+`{"id": 3, "kind": "a"}`+"\n"+`{"id": 4, "kind": "a"}`+"\n"+`{"id": 5, "kind": "b"}`+"\n")
+	write("2024-budget.csv", "team,amount\nT01,10\nT02,20\n")
+	write("config.json", `{"version": 3}`)
+	write("notes.txt", "not data")
+	write("broken.jsonl", "{not json}\n")
+
+	src, skipped, err := prefixes.Init(dir, kernel.Python)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []prefixes.Skipped{
+		{File: "broken.jsonl", Reason: "line 1 is not a JSON object: invalid character 'n' looking for beginning of object key string"},
+		{File: "notes.txt", Reason: "not .jsonl, .json or .csv"},
+	}, skipped)
+	text := string(src)
+	assert.Contains(t, text, `class_ = load_jsonl("class.jsonl")`, "a keyword is made a valid name")
+	assert.Contains(t, text, `data_2024_budget = load_csv("2024-budget.csv")`, "a leading digit is made a valid name")
+
+	p, err := prefixes.Parse("init.py", src)
+	require.NoError(t, err)
+	k := startPython(t, dir)
+	cells, err := prefixes.Build(context.Background(), k, p, kernel.ExecOptions{Timeout: time.Minute})
+	require.NoError(t, err, text)
+	assert.Equal(t, "(2, 5, 1)", cells[1].Result.Value)
+	assert.Contains(t, cells[3].Result.Value, `'class_.kind': ['a', 'b']`, "a field with few values shows them")
+
+	_, skipped, err = prefixes.Init(t.TempDir(), kernel.Python)
+	assert.ErrorContains(t, err, "no loadable file")
+	assert.Empty(t, skipped)
+	_, _, err = prefixes.Init(dir, kernel.Go)
+	assert.ErrorContains(t, err, "not available yet")
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 )
 
 const prefixUsage = `Usage:
+  ctxcode prefix init   --data DIR [--out FILE] [--force]
+                                                write a prefix for a folder of .jsonl, .json and .csv files
   ctxcode prefix show   P --data DIR [flags]    build P in a fresh kernel, print the transcript and its token count
   ctxcode prefix verify P --data DIR [flags]    build P twice in fresh kernels; fail on any difference,
                                                 a failing cell, or a transcript over --max-tokens
@@ -71,6 +74,8 @@ func runPrefix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("prefix: missing subcommand\n\n%s", prefixUsage)
 	}
 	switch args[0] {
+	case "init":
+		return runPrefixInit(args[1:], stdout, stderr)
 	case "show", "verify":
 		o, err := parsePrefix(args[0], args[1:], stderr)
 		if err != nil {
@@ -106,7 +111,7 @@ func runPrefix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprint(stdout, prefixUsage)
 		return nil
 	}
-	return usagef("prefix: unknown subcommand %q (init, export and import are not available yet)\n\n%s", args[0], prefixUsage)
+	return usagef("prefix: unknown subcommand %q (export and import are not available yet)\n\n%s", args[0], prefixUsage)
 }
 
 // build runs the prefix in a fresh kernel and renders its transcript.
@@ -148,4 +153,43 @@ func firstDifference(a, b string) string {
 		}
 	}
 	return "(no line differs)"
+}
+
+func runPrefixInit(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("prefix init", prefixUsage, stderr)
+	dir := fs.String("data", "", "data folder to write a prefix for (required)")
+	out := fs.String("out", "", "file to write (default: standard output)")
+	force := fs.Bool("force", false, "overwrite --out if it exists")
+	lang := fs.String("lang", "python", "prefix language (python; go is not available yet)")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return usagef("prefix init: --data is required: the folder of .jsonl, .json and .csv files")
+	}
+	l, err := kernel.ParseLanguage(*lang)
+	if err != nil {
+		return usagef("--lang: %v", err)
+	}
+	if *out != "" && !*force {
+		if _, err := os.Stat(*out); err == nil {
+			return usagef("prefix init: %s exists; pass --force to overwrite it", *out)
+		}
+	}
+	src, skipped, err := prefixes.Init(*dir, l)
+	if err != nil {
+		return usagef("prefix init: %v", err)
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(stderr, "ctxcode: prefix init: skipped %s: %s\n", s.File, s.Reason)
+	}
+	if *out == "" {
+		_, err = stdout.Write(src)
+		return err
+	}
+	if err := os.WriteFile(*out, src, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s; check it with: ctxcode prefix verify %s --data %s\n", *out, *out, *dir)
+	return nil
 }

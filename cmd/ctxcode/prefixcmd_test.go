@@ -57,3 +57,30 @@ func TestPrefixUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestPrefixInit(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rows.jsonl"), []byte(`{"a": 1}`+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "readme.md"), []byte("x"), 0o644))
+	out := filepath.Join(t.TempDir(), "mine.py")
+
+	got := runCLI(t, "", "prefix", "init", "--data", dir, "--out", out)
+	require.Equal(t, 0, got.code, got.stderr)
+	assert.Contains(t, got.stderr, "skipped readme.md: not .jsonl, .json or .csv")
+	assert.Contains(t, got.stdout, "ctxcode prefix verify "+out)
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `rows = load_jsonl("rows.jsonl")`)
+
+	require.NoError(t, os.WriteFile(out, []byte("mine"), 0o644))
+	got = runCLI(t, "", "prefix", "init", "--data", dir, "--out", out)
+	assert.Equal(t, exitUsage, got.code)
+	assert.Contains(t, got.stderr, "pass --force")
+	b, err = os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, "mine", string(b), "nothing is overwritten without --force")
+
+	got = runCLI(t, "", "prefix", "init", "--data", t.TempDir())
+	assert.Equal(t, exitUsage, got.code)
+	assert.Contains(t, got.stderr, "no loadable file")
+}
