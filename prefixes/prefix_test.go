@@ -228,3 +228,20 @@ func TestInit(t *testing.T) {
 	_, _, err = prefixes.Init(dir, kernel.Go)
 	assert.ErrorContains(t, err, "not available yet")
 }
+
+func TestSkillDocument(t *testing.T) {
+	dir := t.TempDir()
+	tier, err := datasets.ParseTier("s")
+	require.NoError(t, err)
+	_, err = datasets.Generate(tier, 1).Write(dir, true)
+	require.NoError(t, err)
+	doc, err := prefixes.SkillDocument(dir)
+	require.NoError(t, err)
+	assert.Contains(t, doc, "## data/tasks.jsonl\n\n500 lines; fields: assignee_id, created_at, due_date, estimate_hours, id, priority, project_id, reporter_id, status, title.\n")
+	assert.Contains(t, doc, "## data/events.jsonl\n\n2000 lines;")
+	assert.Contains(t, doc, `"id":"E002000"`, "the last record is the sample")
+	assert.NotContains(t, doc, "manifest")
+	assert.Contains(t, doc, "ANSWER: <value>")
+	_, err = prefixes.SkillDocument(t.TempDir())
+	assert.ErrorContains(t, err, "no loadable file")
+}

@@ -1,0 +1,72 @@
+package prefixes
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// SkillDocument is condition A's description of a data folder: a short
+// Markdown text with each loadable file, its line count, its fields and its
+// last line as a sample record. It replaces the prefix for the CLI agent,
+// which reads the files itself.
+func SkillDocument(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("read data folder: %w", err)
+	}
+	var b strings.Builder
+	b.WriteString("# The data\n\nThe files are in `data/` (read-only). Read them with the `read` and `bash` tools; " +
+		"when you know the answer, reply with a final line `ANSWER: <value>`.\n")
+	n := 0
+	for _, e := range entries {
+		name := e.Name()
+		format := strings.TrimPrefix(strings.ToLower(filepath.Ext(name)), ".")
+		if e.IsDir() || name == "manifest.json" || (format != "jsonl" && format != "json" && format != "csv") {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return "", err
+		}
+		f, err := inspect(filepath.Join(dir, name), format)
+		if err != nil {
+			continue
+		}
+		n++
+		lines := bytes.Count(raw, []byte("\n"))
+		if len(raw) > 0 && raw[len(raw)-1] != '\n' {
+			lines++
+		}
+		fmt.Fprintf(&b, "\n## data/%s\n\n%d lines", name, lines)
+		if len(f.fields) > 0 {
+			fmt.Fprintf(&b, "; fields: %s", strings.Join(f.fields, ", "))
+		}
+		b.WriteString(".\n")
+		if last := lastLine(raw); last != "" && format != "json" {
+			fmt.Fprintf(&b, "\nLast line:\n\n    %s\n", last)
+		}
+	}
+	if n == 0 {
+		return "", fmt.Errorf("no loadable file in %s", dir)
+	}
+	return b.String(), nil
+}
+
+func lastLine(raw []byte) string {
+	var last string
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		if s := strings.TrimSpace(sc.Text()); s != "" {
+			last = s
+		}
+	}
+	if len(last) > 500 {
+		last = last[:500] + "…"
+	}
+	return last
+}
