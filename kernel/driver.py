@@ -12,7 +12,6 @@
 # timeout and the output caps, so they give the same text for the same cell.
 
 import ast
-import asyncio
 import builtins
 import collections
 import datetime
@@ -185,7 +184,14 @@ def _hole_puncher():
     return punch
 
 
-_punch = _hole_puncher()
+_punch = [None, False]  # the puncher, and whether it was looked up
+
+
+def _get_puncher():
+    """Load the puncher (ctypes) on first need, not at start-up."""
+    if not _punch[1]:
+        _punch[0], _punch[1] = _hole_puncher(), True
+    return _punch[0]
 
 
 class _Capture:
@@ -198,18 +204,18 @@ class _Capture:
         self.punched = 0  # the hole ends here
 
     def trim(self, cap, bound):
-        global _punch
-        if _punch is None:
-            return
         keep = max(cap // 2, 1)
         size = os.fstat(self.fd).st_size
         start, end = max(self.punched, keep), size - keep
         if end - start < bound:
             return
-        if _punch(self.fd, start, end - start):
+        punch = _get_puncher()
+        if punch is None:
+            return
+        if punch(self.fd, start, end - start):
             self.punched = end
         else:
-            _punch = None  # this file system cannot: keep everything
+            _punch[0] = None  # this file system cannot: keep everything
 
     def drain(self, cap):
         """What the file holds (head and tail within cap), then empty it."""
@@ -854,6 +860,8 @@ _loop = []
 
 def _run_async(value):
     if not _loop:
+        import asyncio  # only cells with a top-level await need it (40 ms to import)
+
         _loop.append(asyncio.new_event_loop())
     return _loop[0].run_until_complete(value)
 
