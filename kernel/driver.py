@@ -1076,6 +1076,16 @@ def run_exec(shell, req):
         out, d1 = OUT.drain(cap)
         err, d2 = ERR.drain(cap)
     value, d3 = _cap_text(value, cap)
+    if code.strip():
+        # What a cell printed stays reachable as _stdout[n] and _stderr[n],
+        # so a model shown a cut rendering can page through the full text.
+        ns = shell.user_ns
+        for key, text in (("_stdout", out), ("_stderr", err)):
+            if text:
+                kept = ns.get(key)
+                if not isinstance(kept, dict):
+                    kept = ns[key] = {}
+                kept[n] = text
     status, error = "ok", None
     if exc is not None and not issubclass(exc[0], _Answer):
         status = "timeout" if issubclass(exc[0], CellTimeout) else "error"
@@ -1106,6 +1116,7 @@ def main():
     shell, flavour = make_shell()
     ns = shell.user_ns
     ns["ANSWER"] = ANSWER
+    ns["_stdout"], ns["_stderr"] = {}, {}
     ns["exit"] = ns["quit"] = _Exiter()
     builtins.exit = builtins.quit = _Exiter()
     import warnings

@@ -151,6 +151,24 @@ func TestPythonCells(t *testing.T) {
 	}
 }
 
+// TestPythonKeepsPrintedText checks that what a cell printed stays in
+// _stdout[n] and _stderr[n], so a model can page through a cut rendering.
+func TestPythonKeepsPrintedText(t *testing.T) {
+	for _, f := range flavours(t) {
+		t.Run(f.name, func(t *testing.T) {
+			k := startPython(t, f, LocalConfig{})
+			res := runOK(t, k, "import sys\nprint('line\\n' * 3000, end='')\nprint('oops', file=sys.stderr)")
+			n := res.Count
+			runOK(t, k, "")
+			res = runOK(t, k, fmt.Sprintf("len(_stdout[%d]), _stdout[%d][:10], _stderr[%d], sorted(_stdout)", n, n, n))
+			assert.Equal(t, fmt.Sprintf("(15000, 'line\\nline\\n', 'oops\\n', [%d])", n), res.Value)
+			res = runOK(t, k, "del _stdout\nprint('again')")
+			res = runOK(t, k, "_stdout")
+			assert.Equal(t, fmt.Sprintf("{%d: 'again\\n'}", res.Count-1), res.Value, "a deleted _stdout comes back")
+		})
+	}
+}
+
 // TestPythonValueText checks the display text of final expressions: both
 // driver paths must give IPython's text.
 func TestPythonValueText(t *testing.T) {
