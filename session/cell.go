@@ -1,17 +1,40 @@
-// Package session holds a notebook session as text: cells with their code and
-// results, rendered the way an IPython terminal shows them.
+// Package session holds a notebook session as text and turns it into what a
+// model reads.
 //
-// A rendered cell is
+// A Transcript is the cells of a session in the order they ran, each with
+// its code, its real kernel.Result and who wrote it (the prefix or the
+// model). A rendered cell is
 //
 //	In [2]: total = sum(xs)
 //	   ...: total
+//	<notes of the harness, each as "[ctxcode: ...]">
 //	<stdout, then stderr, as the cell wrote them>
 //	Out[2]: 42
 //
 // A value that spans several lines starts on the line after "Out[n]: ", as
 // in IPython. A failed cell shows its compact traceback instead of Out; a
-// cell that called ANSWER shows "ANSWER: <json>". Rendering is
-// deterministic: the same cell and result always give the same bytes.
+// cell that called ANSWER shows "ANSWER: <json>".
+//
+// Output budget: a cell's output over the budget (DefaultBudget characters)
+// keeps its head and tail around a note saying how many characters were cut
+// and where the full text lives: Out[n] for a value, _stdout[n] and
+// _stderr[n] for printed text (the Python driver keeps both).
+//
+// Protocols: Render turns (rules, transcript, question, new cells) into the
+// messages and tools of one model call, for each protocol of the ladder:
+//
+//   - bare (D): system rules; prefix cells as assistant (code only) and user
+//     (output) messages; the question; then the run's cells the same way.
+//   - eval (B, B0): one eval(code) tool; prefix cells as assistant tool calls
+//     and tool results; the question; then the run's calls.
+//   - transcript (C): one user message: rules, the session as In/Out text,
+//     the question, and the instruction to reply with one code block.
+//   - cli (A): read and bash tools, the skill document, no prefix.
+//
+// The stable part (rules, tools, prefix) comes first and is byte-identical
+// for every question, so provider prompt caches can hit. Rendering is a pure
+// function: the same input always gives the same bytes. CountRequest counts
+// a request's tokens in a real vocabulary, framing and tool schemas included.
 package session
 
 import (
@@ -25,10 +48,25 @@ import (
 type Cell struct {
 	Code   string
 	Result kernel.Result
+	From   Provenance // who wrote it; "" reads as the prefix
+	// Notes are the harness's remarks on the cell (a repair it made, a
+	// restarted kernel), shown before its output, each as Note(text).
+	Notes []string
+	// Reply is the model's message exactly as it came, when the cell's code
+	// was taken out of it (a repair): the bare protocol replays it as sent.
+	Reply string
+	// Call is the tool call the model made, for the tool protocols; nil for
+	// cells the harness fabricates (the prefix), which become eval calls.
+	Call *ToolCall
 }
 
-// Render writes the cell IPython style, ending with a newline.
-func (c Cell) Render() string {
+// Render writes the cell IPython style, ending with a newline, with all of
+// its output.
+func (c Cell) Render() string { return c.Text("", -1) }
+
+// Text writes the cell IPython style: its code after "In [n]: ", the
+// harness's notes, and its output within budget characters (see Output).
+func (c Cell) Text(lang kernel.Language, budget int) string {
 	var b strings.Builder
 	n := strconv.Itoa(c.Result.Count)
 	in := "In [" + n + "]: "
@@ -42,25 +80,14 @@ func (c Cell) Render() string {
 		b.WriteString(line)
 		b.WriteByte('\n')
 	}
-	writeBlock(&b, c.Result.Stdout)
-	writeBlock(&b, c.Result.Stderr)
-	switch {
-	case c.Result.Error != nil && c.Result.Status != kernel.StatusOK:
-		tb := c.Result.Error.Traceback
-		if tb == "" {
-			tb = c.Result.Error.Name + ": " + c.Result.Error.Value
-		}
-		writeBlock(&b, tb)
-	case c.Result.Answered():
-		b.WriteString("ANSWER: ")
-		b.Write(c.Result.Answer)
+	for _, note := range c.Notes {
+		b.WriteString(Note(note))
 		b.WriteByte('\n')
-	case c.Result.Value != "":
-		b.WriteString("Out[" + n + "]: ")
-		if strings.Contains(c.Result.Value, "\n") {
-			b.WriteByte('\n')
-		}
-		writeBlock(&b, c.Result.Value)
+	}
+	parts := c.outputParts(lang)
+	fit(parts, budget)
+	for _, p := range parts {
+		writeBlock(&b, p.text)
 	}
 	return b.String()
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/tiktoken-go/tokenizer"
@@ -52,4 +53,73 @@ func RenderCells(cells []Cell) string {
 		out = append(out, c.Render()...)
 	}
 	return string(out)
+}
+
+// Framing costs of the chat format, from the OpenAI cookbook ("How to count
+// tokens with tiktoken", the gpt-4o family): every message costs 3 tokens
+// besides its role and content, a reply is primed with 3, and a request
+// with functions costs 7 per function, 3 for its properties, 3 per
+// property and 12 once at the end.
+const (
+	tokensPerMessage  = 3
+	tokensReplyPrimer = 3
+	tokensPerFunction = 7
+	tokensProperties  = 3
+	tokensPerProperty = 3
+	tokensFunctionEnd = 12
+)
+
+// CountRequest counts the prompt tokens of a request the way the OpenAI
+// cookbook does for chat models: message framing, roles, contents, tool
+// schemas and the reply primer. Tool calls inside assistant messages, which
+// the cookbook does not cover, count as their function name, arguments and
+// the framing of a message. The figure is an estimate used when a provider
+// reports no usage; providers' own counts win.
+func CountRequest(enc Encoding, r Request) (int, error) {
+	total := tokensReplyPrimer
+	count := func(s string) error {
+		if s == "" {
+			return nil
+		}
+		n, err := CountTokens(enc, s)
+		total += n
+		return err
+	}
+	for _, m := range r.Messages {
+		total += tokensPerMessage
+		if err := count(m.Role); err != nil {
+			return 0, err
+		}
+		if err := count(m.Content); err != nil {
+			return 0, err
+		}
+		for _, c := range m.ToolCalls {
+			total += tokensPerMessage
+			if err := count(c.Name); err != nil {
+				return 0, err
+			}
+			if err := count(c.Arguments); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if len(r.Tools) > 0 {
+		for _, t := range r.Tools {
+			total += tokensPerFunction
+			if err := count(t.Name + ":" + strings.TrimSuffix(t.Description, ".")); err != nil {
+				return 0, err
+			}
+			if len(t.Parameters) > 0 {
+				total += tokensProperties
+			}
+			for _, p := range t.Parameters {
+				total += tokensPerProperty
+				if err := count(p.Name + ":string:" + strings.TrimSuffix(p.Description, ".")); err != nil {
+					return 0, err
+				}
+			}
+		}
+		total += tokensFunctionEnd
+	}
+	return total, nil
 }

@@ -31,15 +31,15 @@ func TestCountTokens(t *testing.T) {
 
 func TestRenderCells(t *testing.T) {
 	cells := []Cell{
-		{"x = 41", kernel.Result{Count: 1, Status: kernel.StatusOK}},
-		{"x + 1", kernel.Result{Count: 2, Status: kernel.StatusOK, Value: "42"}},
+		{Code: "x = 41", Result: kernel.Result{Count: 1, Status: kernel.StatusOK}},
+		{Code: "x + 1", Result: kernel.Result{Count: 2, Status: kernel.StatusOK, Value: "42"}},
 	}
 	assert.Equal(t, "In [1]: x = 41\n\nIn [2]: x + 1\nOut[2]: 42\n", RenderCells(cells))
 	assert.Empty(t, RenderCells(nil))
 }
 
 func BenchmarkCountTokens(b *testing.B) {
-	text := RenderCells([]Cell{{"len(tasks)", kernel.Result{Count: 1, Value: "5000"}}})
+	text := RenderCells([]Cell{{Code: "len(tasks)", Result: kernel.Result{Count: 1, Value: "5000"}}})
 	for b.Loop() {
 		if _, err := CountTokens(O200kBase, text); err != nil {
 			b.Fatal(err)

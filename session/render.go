@@ -1,0 +1,350 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ctxcode/ctxcode/kernel"
+)
+
+// Protocol is how a transcript is turned into chat messages: one per
+// condition family of the cost ladder.
+type Protocol string
+
+// The protocols.
+const (
+	Bare           Protocol = "bare"       // D: the assistant message is the next cell, the user message its output
+	Eval           Protocol = "eval"       // B and B0: one eval(code) tool
+	TranscriptText Protocol = "transcript" // C: the session as In/Out text in one user message
+	CLI            Protocol = "cli"        // A: read and bash tools, a skill document, no prefix
+)
+
+// Protocols lists every protocol, in ladder order.
+func Protocols() []Protocol { return []Protocol{CLI, Eval, Bare, TranscriptText} }
+
+// ParseProtocol reads a protocol name.
+func ParseProtocol(s string) (Protocol, error) {
+	for _, p := range Protocols() {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("unknown protocol %q: expected bare, eval, transcript or cli", s)
+}
+
+// Message is one chat message, in the shape of the OpenAI chat API.
+type Message struct {
+	Role       string     `json:"role"` // system, user, assistant or tool
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is a call an assistant message makes.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // a JSON object, as the model wrote it
+}
+
+// Tool is a function the model may call. Parameters are all strings.
+type Tool struct {
+	Name        string  `json:"name"`
+	Description string  `json:"description"`
+	Parameters  []Param `json:"parameters"`
+}
+
+// Param is one string parameter of a tool.
+type Param struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// Schema is the tool's parameters as a JSON Schema object, every parameter
+// required; the same tool always gives the same bytes.
+func (t Tool) Schema() json.RawMessage {
+	var b bytes.Buffer
+	b.WriteString(`{"type":"object","properties":{`)
+	for i, p := range t.Parameters {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(marshal(p.Name))
+		b.WriteString(`:{"type":"string","description":`)
+		b.Write(marshal(p.Description))
+		b.WriteByte('}')
+	}
+	b.WriteString(`},"required":[`)
+	for i, p := range t.Parameters {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(marshal(p.Name))
+	}
+	b.WriteString(`],"additionalProperties":false}`)
+	return b.Bytes()
+}
+
+// Request is what one model call sends: messages and tools. The tools and
+// the first Stable messages are the stable part, byte-identical for every
+// question and every run, so provider prompt caches can hit; in the
+// transcript protocol the one user message itself begins with it.
+type Request struct {
+	Protocol Protocol
+	Messages []Message
+	Tools    []Tool
+	Stable   int
+}
+
+// Input is what a renderer turns into a request.
+type Input struct {
+	// Transcript is the prefix the model continues (ignored by cli). Its
+	// language names the kernel in the rules; "" reads as Python.
+	Transcript Transcript
+	Rules      string // the prefix's own rules, added to the protocol's
+	Skill      string // cli: the skill document that describes the files
+	Question   string
+	New        []Cell // the cells of this run so far, after the question
+	Budget     int    // characters of output per cell: 0 is DefaultBudget, negative is no limit
+}
+
+// Render turns in into the request of protocol p. It is a pure function:
+// the same input always gives the same bytes.
+func Render(p Protocol, in Input) (Request, error) {
+	switch p {
+	case Bare:
+		return renderBare(in), nil
+	case Eval:
+		return renderEval(in), nil
+	case TranscriptText:
+		return renderTranscript(in), nil
+	case CLI:
+		return renderCLI(in), nil
+	}
+	_, err := ParseProtocol(string(p))
+	return Request{}, err
+}
+
+// EvalTool is the one tool of the eval protocol.
+func EvalTool(lang kernel.Language) Tool {
+	return Tool{
+		Name:        "eval",
+		Description: "Run " + langName(lang) + " code as the next cell of the live session and return the cell's output. Variables persist between calls.",
+		Parameters:  []Param{{Name: "code", Description: "the code of the cell"}},
+	}
+}
+
+// CLITools are the tools of the cli protocol.
+func CLITools() []Tool {
+	return []Tool{
+		{Name: "read", Description: "Read a file of the sandbox and return its text.",
+			Parameters: []Param{{Name: "path", Description: "the file's path, relative to the working directory"}}},
+		{Name: "bash", Description: "Run a bash command in the sandbox's working directory and return its output.",
+			Parameters: []Param{{Name: "command", Description: "the command line"}}},
+	}
+}
+
+func langName(lang kernel.Language) string {
+	if lang == kernel.Go {
+		return "Go"
+	}
+	return "Python"
+}
+
+func fence(lang kernel.Language) string {
+	if lang == kernel.Go {
+		return "go"
+	}
+	return "python"
+}
+
+// session describes the live session in the rules of every protocol.
+func sessionRules(in Input) string {
+	lang := in.Transcript.Language
+	return "You are working in a live " + langName(lang) + " session over the data in the folder data/. " +
+		"The cells shown already ran and their variables are still bound: build on them. " +
+		"Output longer than " + budgetText(in.Budget) + " characters per cell is cut in the middle. " +
+		"When you have the answer, call ANSWER(value) in code; the answer must come from code that ran."
+}
+
+func budgetText(budget int) string {
+	switch {
+	case budget == 0:
+		return strconv.Itoa(DefaultBudget)
+	case budget < 0:
+		return "a million"
+	}
+	return strconv.Itoa(budget)
+}
+
+func system(in Input, protocol string) Message {
+	text := sessionRules(in) + "\n" + protocol
+	if r := strings.TrimSpace(in.Rules); r != "" {
+		text += "\n" + r
+	}
+	return Message{Role: "system", Content: text}
+}
+
+func question(q string) Message { return Message{Role: "user", Content: q} }
+
+func renderBare(in Input) Request {
+	lang := in.Transcript.Language
+	msgs := []Message{system(in, "Each message you send is run, exactly as written, as the next cell, "+
+		"and the reply is the cell's output. Send code only: no prose and no Markdown fences.")}
+	cell := func(c Cell) {
+		said := c.Code
+		if c.Reply != "" {
+			said = c.Reply
+		}
+		msgs = append(msgs,
+			Message{Role: "assistant", Content: said},
+			Message{Role: "user", Content: c.Output(lang, in.Budget)})
+	}
+	for _, c := range in.Transcript.Cells {
+		cell(c)
+	}
+	stable := len(msgs)
+	msgs = append(msgs, question(in.Question))
+	for _, c := range in.New {
+		cell(c)
+	}
+	return Request{Protocol: Bare, Messages: msgs, Stable: stable}
+}
+
+func renderEval(in Input) Request {
+	lang := in.Transcript.Language
+	msgs := []Message{system(in, "Run code with the eval tool: each call runs as the next cell and returns its output.")}
+	cell := func(c Cell, id string) {
+		call := c.Call
+		if call == nil {
+			call = &ToolCall{ID: id, Name: "eval", Arguments: string(marshal(map[string]string{"code": c.Code}))}
+		}
+		msgs = append(msgs,
+			Message{Role: "assistant", Content: c.Reply, ToolCalls: []ToolCall{*call}},
+			Message{Role: "tool", ToolCallID: call.ID, Content: c.Output(lang, in.Budget)})
+	}
+	for i, c := range in.Transcript.Cells {
+		cell(c, "prefix_"+strconv.Itoa(i+1))
+	}
+	stable := len(msgs)
+	msgs = append(msgs, question(in.Question))
+	for i, c := range in.New {
+		cell(c, "cell_"+strconv.Itoa(i+1))
+	}
+	return Request{Protocol: Eval, Messages: msgs, Tools: []Tool{EvalTool(lang)}, Stable: stable}
+}
+
+func renderTranscript(in Input) Request {
+	lang := in.Transcript.Language
+	var b strings.Builder
+	b.WriteString(sessionRules(in))
+	if r := strings.TrimSpace(in.Rules); r != "" {
+		b.WriteString("\n" + r)
+	}
+	b.WriteString("\n\n")
+	for i, c := range in.Transcript.Cells {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(c.Text(lang, in.Budget))
+	}
+	b.WriteString("\nQuestion: " + in.Question + "\n")
+	for _, c := range in.New {
+		b.WriteString("\n" + c.Text(lang, in.Budget))
+	}
+	b.WriteString("\nReply with one ```" + fence(lang) + " code block that continues this session and calls ANSWER(value). " +
+		"It runs once, as the next cell; nothing else in your reply is read.")
+	return Request{Protocol: TranscriptText, Messages: []Message{{Role: "user", Content: b.String()}}}
+}
+
+func renderCLI(in Input) Request {
+	text := "You answer questions about the data in the folder data/ of a sandbox. " +
+		"Use the tools: read(path) returns a file's text, bash(command) runs a command in the sandbox and returns its output. " +
+		"When you have the answer, reply with one final message of the form \"ANSWER: <value>\", the value as JSON."
+	if s := strings.TrimSpace(in.Skill); s != "" {
+		text += "\n\n" + s
+	}
+	msgs := []Message{{Role: "system", Content: text}, question(in.Question)}
+	for i, c := range in.New {
+		call := c.Call
+		if call == nil {
+			call = &ToolCall{ID: "cell_" + strconv.Itoa(i+1), Name: "bash", Arguments: string(marshal(map[string]string{"command": c.Code}))}
+		}
+		msgs = append(msgs,
+			Message{Role: "assistant", Content: c.Reply, ToolCalls: []ToolCall{*call}},
+			Message{Role: "tool", ToolCallID: call.ID, Content: c.Output("shell", in.Budget)})
+	}
+	return Request{Protocol: CLI, Messages: msgs, Tools: CLITools(), Stable: 1}
+}
+
+// marshal is JSON without HTML escaping, as models write it.
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic(err) // only strings and maps of strings are marshalled here
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// JSON is the request as indented JSON, tools (with their schemas) first:
+// the form of the golden files and of `ctxcode prefix show --json`.
+func (r Request) JSON() []byte {
+	type tool struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}
+	out := struct {
+		Protocol Protocol  `json:"protocol"`
+		Stable   int       `json:"stable_messages"`
+		Tools    []tool    `json:"tools,omitempty"`
+		Messages []Message `json:"messages"`
+	}{Protocol: r.Protocol, Stable: r.Stable, Messages: r.Messages}
+	for _, t := range r.Tools {
+		out.Tools = append(out.Tools, tool{t.Name, t.Description, t.Schema()})
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// Text is the request as a person reads it: each message under a
+// "--- role ---" line, tool calls as "eval(code=...)" with the code shown
+// as is. The form of `ctxcode prefix show`.
+func (r Request) Text() string {
+	var b strings.Builder
+	for _, t := range r.Tools {
+		fmt.Fprintf(&b, "--- tool %s ---\n%s\n%s\n", t.Name, t.Description, t.Schema())
+	}
+	for _, m := range r.Messages {
+		role := m.Role
+		if m.ToolCallID != "" {
+			role += " " + m.ToolCallID
+		}
+		b.WriteString("--- " + role + " ---\n")
+		if m.Content != "" {
+			b.WriteString(strings.TrimSuffix(m.Content, "\n") + "\n")
+		}
+		for _, c := range m.ToolCalls {
+			var args map[string]string
+			if json.Unmarshal([]byte(c.Arguments), &args) == nil && len(args) == 1 {
+				for k, v := range args {
+					fmt.Fprintf(&b, "[call %s %s(%s)]\n%s\n", c.ID, c.Name, k, strings.TrimSuffix(v, "\n"))
+				}
+				continue
+			}
+			fmt.Fprintf(&b, "[call %s %s %s]\n", c.ID, c.Name, c.Arguments)
+		}
+	}
+	return b.String()
+}

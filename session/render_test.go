@@ -1,0 +1,196 @@
+package session
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/kernel"
+)
+
+func ok(count int, value string) kernel.Result {
+	return kernel.Result{Count: count, Status: kernel.StatusOK, Value: value}
+}
+
+func TestOutput(t *testing.T) {
+	long := strings.Repeat("0123456789abcdefghi\n", 500) // 10,000 characters
+	tests := []struct {
+		name   string
+		cell   Cell
+		lang   kernel.Language
+		budget int
+		want   string
+	}{
+		{"nothing", Cell{Code: "x = 1", Result: ok(1, "")}, kernel.Python, 0, "[ctxcode: no output]"},
+		{"value", Cell{Code: "x", Result: ok(2, "1")}, kernel.Python, 0, "Out[2]: 1"},
+		{"multi-line value", Cell{Code: "x", Result: ok(2, "[1,\n 2]")}, kernel.Python, 0, "Out[2]: \n[1,\n 2]"},
+		{"streams and value", Cell{Code: "x", Result: kernel.Result{Count: 3, Stdout: "a\n", Stderr: "warn", Value: "1"}}, kernel.Python, 0,
+			"a\nwarn\nOut[3]: 1"},
+		{"notes first", Cell{Code: "x", Notes: []string{"removed Markdown fences"}, Result: ok(4, "1")}, kernel.Python, 0,
+			"[ctxcode: removed Markdown fences]\nOut[4]: 1"},
+		{"answer", Cell{Code: "ANSWER(1)", Result: kernel.Result{Count: 5, Answer: json.RawMessage(`[1, "a"]`)}}, kernel.Python, 0,
+			`ANSWER: [1, "a"]`},
+		{"error", Cell{Code: "1/0", Result: kernel.Result{Count: 6, Status: kernel.StatusError,
+			Error: &kernel.ErrorInfo{Name: "ZeroDivisionError", Value: "division by zero"}}}, kernel.Python, 0,
+			"ZeroDivisionError: division by zero"},
+		{"printed text cut, python keeps it", Cell{Code: "p", Result: kernel.Result{Count: 7, Stdout: long}}, kernel.Python, 100,
+			strings.Repeat("0123456789abcdefghi\n", 2) + "[ctxcode: 9920 characters of the printed output cut here; the full text is in _stdout[7]]\n" +
+				strings.Repeat("0123456789abcdefghi\n", 2)[:39]},
+		{"value cut", Cell{Code: "v", Result: ok(8, long)}, kernel.Python, 100,
+			"Out[8]: \n0123456789abcdefghi\n0123456789abcdefghi\n[ctxcode: 9920 characters of the value cut here; the full value is Out[8]]\n" +
+				strings.Repeat("0123456789abcdefghi\n", 2)[:39]},
+		{"go keeps nothing", Cell{Code: "v", Result: ok(9, long)}, kernel.Go, 100,
+			"Out[9]: \n0123456789abcdefghi\n0123456789abcdefghi\n[ctxcode: 9920 characters of the value cut here; it is not kept, so show a smaller part of it]\n" +
+				strings.Repeat("0123456789abcdefghi\n", 2)[:39]},
+		{"no budget", Cell{Code: "p", Result: kernel.Result{Count: 10, Stdout: long}}, kernel.Python, -1, strings.TrimSuffix(long, "\n")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.cell.Output(tt.lang, tt.budget))
+		})
+	}
+}
+
+func TestOutputBudgetSharesFairly(t *testing.T) {
+	// A short stderr stays whole while the long stdout and value share the rest.
+	c := Cell{Code: "x", Result: kernel.Result{Count: 3, Stdout: strings.Repeat("o", 5000), Stderr: "short warning\n",
+		Value: strings.Repeat("v", 5000)}}
+	out := c.Output(kernel.Python, DefaultBudget)
+	assert.Contains(t, out, "short warning\n")
+	assert.Contains(t, out, "the full text is in _stdout[3]")
+	assert.Contains(t, out, "the full value is Out[3]")
+	notes := 0
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "[ctxcode:") {
+			notes += utf8.RuneCountInString(line) + 1
+		}
+	}
+	// Within the budget, give or take the newline that ends each of the three parts.
+	assert.LessOrEqual(t, utf8.RuneCountInString(out)-notes, DefaultBudget+3, "the output without its notes fits the budget")
+	assert.Greater(t, utf8.RuneCountInString(out)-notes, DefaultBudget-20)
+
+	// Characters, not bytes: multi-byte text is cut on rune boundaries.
+	c = Cell{Code: "x", Result: kernel.Result{Count: 4, Stdout: strings.Repeat("é", 3000)}}
+	out = c.Output(kernel.Python, 100)
+	assert.True(t, utf8.ValidString(out))
+	assert.Contains(t, out, "[ctxcode: 2900 characters of the printed output cut here")
+}
+
+func sampleInput(question string) Input {
+	return Input{
+		Transcript: Transcript{Language: kernel.Python, Cells: []Cell{
+			{Code: "import json\nx = [1, 2]", Result: ok(1, ""), From: FromPrefix},
+			{Code: "len(x)", Result: ok(2, "2"), From: FromPrefix},
+		}},
+		Rules:    "x is bound.",
+		Skill:    "# Files\n- data/x.jsonl",
+		Question: question,
+	}
+}
+
+func TestRenderersShareAByteIdenticalStablePart(t *testing.T) {
+	for _, p := range Protocols() {
+		t.Run(string(p), func(t *testing.T) {
+			a, err := Render(p, sampleInput("How many items are in x?"))
+			require.NoError(t, err)
+			b, err := Render(p, sampleInput("What is the sum of x? Answer with a number."))
+			require.NoError(t, err)
+			ja, jb := string(a.JSON()), string(b.JSON())
+			cut := strings.Index(ja, "How many items")
+			require.Positive(t, cut, "the question is in the request")
+			assert.Equal(t, ja[:cut], jb[:cut], "everything before the question is the same for every question")
+			assert.Equal(t, a.Messages[:a.Stable], b.Messages[:b.Stable])
+			again, err := Render(p, sampleInput("How many items are in x?"))
+			require.NoError(t, err)
+			assert.Equal(t, ja, string(again.JSON()), "rendering is deterministic")
+		})
+	}
+}
+
+func TestRenderShapes(t *testing.T) {
+	in := sampleInput("How many?")
+	in.New = []Cell{{Code: "ANSWER(len(x))", Reply: "```python\nANSWER(len(x))\n```", Notes: []string{"removed Markdown fences"},
+		Result: kernel.Result{Count: 3, Answer: json.RawMessage("2")}, From: FromModel}}
+
+	bare, err := Render(Bare, in)
+	require.NoError(t, err)
+	roles := func(r Request) string {
+		var s []string
+		for _, m := range r.Messages {
+			s = append(s, m.Role)
+		}
+		return strings.Join(s, " ")
+	}
+	assert.Equal(t, "system assistant user assistant user user assistant user", roles(bare))
+	assert.Equal(t, 5, bare.Stable)
+	assert.Equal(t, "import json\nx = [1, 2]", bare.Messages[1].Content, "a prefix cell is its code, nothing else")
+	assert.Equal(t, "[ctxcode: no output]", bare.Messages[2].Content)
+	assert.Equal(t, "Out[2]: 2", bare.Messages[4].Content)
+	assert.Equal(t, "How many?", bare.Messages[5].Content)
+	assert.Equal(t, in.New[0].Reply, bare.Messages[6].Content, "the model's message is replayed as it was sent")
+	assert.Equal(t, "[ctxcode: removed Markdown fences]\nANSWER: 2", bare.Messages[7].Content)
+	assert.Contains(t, bare.Messages[0].Content, "x is bound.")
+	assert.Empty(t, bare.Tools)
+
+	eval, err := Render(Eval, in)
+	require.NoError(t, err)
+	assert.Equal(t, "system assistant tool assistant tool user assistant tool", roles(eval))
+	require.Len(t, eval.Tools, 1)
+	assert.Equal(t, "eval", eval.Tools[0].Name)
+	call := eval.Messages[1].ToolCalls
+	require.Len(t, call, 1)
+	assert.Equal(t, ToolCall{ID: "prefix_1", Name: "eval", Arguments: `{"code":"import json\nx = [1, 2]"}`}, call[0])
+	assert.Equal(t, "prefix_1", eval.Messages[2].ToolCallID)
+	assert.JSONEq(t, `{"type":"object","properties":{"code":{"type":"string","description":"the code of the cell"}},"required":["code"],"additionalProperties":false}`,
+		string(eval.Tools[0].Schema()))
+
+	tr, err := Render(TranscriptText, in)
+	require.NoError(t, err)
+	require.Len(t, tr.Messages, 1)
+	text := tr.Messages[0].Content
+	assert.Contains(t, text, "In [1]: import json\n   ...: x = [1, 2]\n\nIn [2]: len(x)\nOut[2]: 2\n\nQuestion: How many?\n")
+	assert.Contains(t, text, "Reply with one ```python code block")
+	assert.Less(t, strings.Index(text, "Question:"), strings.Index(text, "In [3]: ANSWER(len(x))"), "new cells come after the question")
+
+	cli, err := Render(CLI, in)
+	require.NoError(t, err)
+	assert.Equal(t, "system user assistant tool", roles(cli), "no prefix in cli")
+	assert.Contains(t, cli.Messages[0].Content, "# Files\n- data/x.jsonl")
+	assert.NotContains(t, cli.Messages[0].Content, "len(x)")
+	assert.Equal(t, []string{"read", "bash"}, []string{cli.Tools[0].Name, cli.Tools[1].Name})
+
+	_, err = Render("tools", in)
+	assert.ErrorContains(t, err, `unknown protocol "tools": expected bare, eval, transcript or cli`)
+}
+
+func TestCountRequest(t *testing.T) {
+	// The cookbook's arithmetic: 3 per message, role and content, 3 to prime the reply.
+	n, err := CountRequest(O200kBase, Request{Messages: []Message{{Role: "user", Content: "hello"}}})
+	require.NoError(t, err)
+	assert.Equal(t, 3+1+1+3, n)
+
+	// A function: 7 + "eval:<description>", 3 for its properties, 3 + "code:string:<description>", 12 at the end.
+	tool := EvalTool(kernel.Python)
+	head, err := CountTokens(O200kBase, "eval:"+strings.TrimSuffix(tool.Description, "."))
+	require.NoError(t, err)
+	prop, err := CountTokens(O200kBase, "code:string:the code of the cell")
+	require.NoError(t, err)
+	withTool, err := CountRequest(O200kBase, Request{Messages: []Message{{Role: "user", Content: "hello"}}, Tools: []Tool{tool}})
+	require.NoError(t, err)
+	assert.Equal(t, n+7+head+3+3+prop+12, withTool)
+
+	// A tool call counts its name and arguments.
+	args := `{"code":"len(tasks)"}`
+	argTokens, err := CountTokens(O200kBase, args)
+	require.NoError(t, err)
+	withCall, err := CountRequest(O200kBase, Request{Messages: []Message{{Role: "assistant", ToolCalls: []ToolCall{{ID: "a", Name: "eval", Arguments: args}}}}})
+	require.NoError(t, err)
+	assert.Equal(t, 3+1+3+1+argTokens+3, withCall)
+
+	_, err = CountRequest("nope", Request{Messages: []Message{{Role: "user", Content: "x"}}})
+	assert.Error(t, err)
+}

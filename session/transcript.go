@@ -1,0 +1,171 @@
+package session
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ctxcode/ctxcode/kernel"
+)
+
+// DefaultBudget is how many characters of one cell's rendered output the
+// model sees when no budget is set. Longer output keeps its head and tail.
+const DefaultBudget = 2000
+
+// Provenance says who wrote a cell.
+type Provenance string
+
+// Who writes cells.
+const (
+	FromPrefix Provenance = "prefix" // a cell of the prefix, run before the model spoke
+	FromModel  Provenance = "model"  // a cell the model wrote
+)
+
+// Transcript is a session: its cells in the order they ran, and the
+// language of the kernel that ran them.
+type Transcript struct {
+	Language kernel.Language
+	Cells    []Cell
+}
+
+// Note is the one form every remark of the harness takes in what the model
+// reads, so it is never mistaken for the program's own output.
+func Note(text string) string { return "[ctxcode: " + text + "]" }
+
+// Output is the cell's output as the model reads it in the message
+// protocols: harness notes first, then stdout, stderr, and "Out[n]: value",
+// the compact traceback, or "ANSWER: <json>". A part that does not fit
+// budget characters (DefaultBudget when budget is 0; no limit when it is
+// negative) keeps its head and tail around a note that says how much was
+// cut and where the full text lives (Out[n], _stdout[n], _stderr[n]).
+// A cell with no output at all reads "[ctxcode: no output]".
+func (c Cell) Output(lang kernel.Language, budget int) string {
+	var b strings.Builder
+	for _, n := range c.Notes {
+		b.WriteString(Note(n))
+		b.WriteByte('\n')
+	}
+	parts := c.outputParts(lang)
+	fit(parts, budget)
+	for _, p := range parts {
+		writeBlock(&b, p.text)
+	}
+	if b.Len() == 0 {
+		return Note("no output")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// part is one piece of a cell's output: its text (with the "Out[n]: "
+// label), the name of what it is, and where a program can find all of it.
+type part struct {
+	text, what, home string
+}
+
+func (c Cell) outputParts(lang kernel.Language) []*part {
+	r := c.Result
+	n := strconv.Itoa(r.Count)
+	keeps := lang == kernel.Python || lang == ""
+	home := func(v string) string {
+		if keeps && r.Count > 0 {
+			return v + "[" + n + "]"
+		}
+		return ""
+	}
+	var parts []*part
+	if r.Stdout != "" {
+		parts = append(parts, &part{r.Stdout, "printed output", home("_stdout")})
+	}
+	if r.Stderr != "" {
+		parts = append(parts, &part{r.Stderr, "standard error", home("_stderr")})
+	}
+	switch {
+	case r.Error != nil && r.Status != kernel.StatusOK:
+		tb := r.Error.Traceback
+		if tb == "" {
+			tb = r.Error.Name + ": " + r.Error.Value
+		}
+		parts = append(parts, &part{tb, "traceback", ""})
+	case r.Answered():
+		parts = append(parts, &part{"ANSWER: " + string(r.Answer), "answer", ""})
+	case r.Value != "":
+		label := "Out[" + n + "]: " // IPython's: a value of several lines starts on the next
+		if strings.Contains(r.Value, "\n") {
+			label += "\n"
+		}
+		parts = append(parts, &part{label + r.Value, "value", home("Out")})
+	}
+	return parts
+}
+
+// fit cuts the parts so that together they take at most budget characters:
+// short parts stay whole and the long ones share what is left equally.
+func fit(parts []*part, budget int) {
+	if budget == 0 {
+		budget = DefaultBudget
+	}
+	if budget < 0 {
+		return
+	}
+	sizes := make([]int, len(parts))
+	total := 0
+	for i, p := range parts {
+		sizes[i] = utf8.RuneCountInString(p.text)
+		total += sizes[i]
+	}
+	if total <= budget {
+		return
+	}
+	// Give each part in turn, shortest first, an equal share of what is left.
+	order := make([]int, len(parts))
+	for i := range order {
+		order[i] = i
+	}
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && sizes[order[j]] < sizes[order[j-1]]; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	left := budget
+	for k, i := range order {
+		share := left / (len(order) - k)
+		if sizes[i] <= share {
+			left -= sizes[i]
+			continue
+		}
+		parts[i].text = cut(parts[i], share)
+		left -= share
+	}
+}
+
+// cut keeps about keep characters of p: its head and its tail, each ending
+// on a line boundary when one is near, around a note saying what was cut.
+func cut(p *part, keep int) string {
+	runes := []rune(p.text)
+	headN := keep / 2
+	tailN := keep - headN
+	head := string(runes[:headN])
+	tail := string(runes[len(runes)-tailN:])
+	// Prefer whole lines when that loses less than half of each side.
+	if i := strings.LastIndexByte(head, '\n'); i >= 0 && i >= len(head)/2 {
+		head = head[:i+1]
+	}
+	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/2 {
+		tail = tail[i+1:]
+	}
+	dropped := len(runes) - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)
+	msg := strconv.Itoa(dropped) + " characters of the " + p.what + " cut here"
+	switch {
+	case p.home != "" && p.what == "value":
+		msg += "; the full value is " + p.home
+	case p.home != "":
+		msg += "; the full text is in " + p.home
+	case p.what != "traceback":
+		msg += "; it is not kept, so show a smaller part of it"
+	}
+	note := Note(msg)
+	if !strings.HasSuffix(head, "\n") {
+		head += "\n"
+	}
+	return head + note + "\n" + tail
+}
