@@ -218,7 +218,17 @@ func Build(ctx context.Context, k kernel.Kernel, p *Prefix, opts kernel.ExecOpti
 		if res.Status != kernel.StatusOK {
 			return cells, &BuildError{Prefix: p.Name, Cell: i + 1, Line: c.Line, Result: res}
 		}
-		cells = append(cells, session.Cell{Code: c.Code, Result: res})
+		cells = append(cells, session.Cell{Code: c.Code, Result: res, From: session.FromPrefix})
 	}
 	return cells, nil
+}
+
+// Input is what the renderers need from p and its built cells, to ask
+// question: the transcript in p's language and p's rules.
+func (p *Prefix) Input(cells []session.Cell, question string) session.Input {
+	return session.Input{
+		Transcript: session.Transcript{Language: p.Language, Cells: cells},
+		Rules:      p.Rules,
+		Question:   question,
+	}
 }

@@ -19,8 +19,7 @@ func SkillDocument(dir string) (string, error) {
 		return "", fmt.Errorf("read data folder: %w", err)
 	}
 	var b strings.Builder
-	b.WriteString("# The data\n\nThe files are in `data/` (read-only). Read them with the `read` and `bash` tools; " +
-		"when you know the answer, reply with a final line `ANSWER: <value>`.\n")
+	b.WriteString("# The data\n\nThe files are in `data/` (read-only).\n")
 	n := 0
 	for _, e := range entries {
 		name := e.Name()

@@ -1,7 +1,7 @@
 # name: pm-nobind
 # language: python
 # description: The pm demonstration with the same outputs, but no data variable survives: every cell repeats full expressions (the B0 control).
-# rules: Nothing is loaded: read data/<name>.jsonl (teams, users, projects, tasks, events) in each cell you write. Call ANSWER(value) with the final answer.
+# rules: Nothing is loaded: read data/<name>.jsonl (teams, users, projects, tasks, events) in each cell you write.
 # %%
 import json, os
 sorted(os.listdir('data'))

@@ -1,7 +1,7 @@
 # name: pm
 # language: python
 # description: The project-management workspace: teams, users, projects, tasks and events bound as lists of dicts.
-# rules: The data is loaded: teams, users, projects, tasks and events are lists of dicts. Call ANSWER(value) with the final answer.
+# rules: The data is loaded: teams, users, projects, tasks and events are lists of dicts.
 # %%
 import json, os
 sorted(os.listdir('data'))
