@@ -162,7 +162,8 @@ func Builtins() []string {
 	return names
 }
 
-// Load returns a built-in prefix by name, or reads a prefix file.
+// Load returns a built-in prefix by name, or reads a prefix file: percent
+// format, or a Jupyter notebook (.ipynb) whose code cells are the prefix.
 func Load(nameOrPath string) (*Prefix, error) {
 	entries, _ := builtin.ReadDir("builtin")
 	for _, e := range entries {
@@ -180,6 +181,9 @@ func Load(nameOrPath string) (*Prefix, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("prefix %q: %w", nameOrPath, err)
+	}
+	if strings.EqualFold(filepath.Ext(nameOrPath), ".ipynb") {
+		return ImportNotebook(nameOrPath, src)
 	}
 	return Parse(nameOrPath, src)
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what ctxcode's kernels and tests need on a Debian host: Python 3
-# with IPython and pandas, and debootstrap where Docker is (to build the
-# kernel image). Does nothing when they are present.
+# with IPython and pandas, nbformat for Debian's python3 (the notebook tests
+# validate exported notebooks with it), and debootstrap where Docker is (to
+# build the kernel image). Does nothing when they are present.
 # In CI (CI set) a missing package that cannot be installed is an error.
 set -euo pipefail
 
@@ -14,6 +15,10 @@ for py in python3 /usr/bin/python3; do
   fi
 done
 [ -n "$found" ] || pkgs="python3 python3-ipython python3-pandas"
+# The notebook tests run nbformat's validator with /usr/bin/python3 first.
+if ! /usr/bin/python3 -c 'import nbformat' >/dev/null 2>&1; then
+  pkgs="$pkgs python3-nbformat"
+fi
 # With Docker present, the kernel image is built offline with debootstrap.
 if command -v docker >/dev/null 2>&1 && ! command -v debootstrap >/dev/null 2>&1; then
   pkgs="$pkgs debootstrap"

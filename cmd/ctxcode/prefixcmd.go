@@ -15,11 +15,19 @@ import (
 )
 
 const prefixUsage = `Usage:
-  ctxcode prefix init   --data DIR [--out FILE] [--force]
+  ctxcode prefix init   --data DIR [--lang python|go] [--out FILE] [--force]
                                                 write a prefix for a folder of .jsonl, .json and .csv files
-  ctxcode prefix show   P --data DIR [flags]    build P in a fresh kernel, print the transcript and its token count
+  ctxcode prefix show   P --data DIR [--protocol bare|eval|transcript|cli|all] [--question Q] [--json] [flags]
+                                                build P in a fresh kernel and print it as the model sees it,
+                                                with its token count (all: a table of every protocol)
   ctxcode prefix verify P --data DIR [flags]    build P twice in fresh kernels; fail on any difference,
                                                 a failing cell, or a transcript over --max-tokens
+  ctxcode prefix export P --data DIR --out F.ipynb [--force] [flags]
+                                                build P in a fresh kernel and write it as a Jupyter notebook
+                                                with the real outputs
+  ctxcode prefix import F.ipynb [--out FILE] [--force]
+                                                print a notebook's code cells as a percent-format prefix
+                                                (outputs are dropped: a build recomputes them)
 
 P is a built-in prefix (` + "`pm`" + `) or a percent-format file (cells separated by "# %%" lines).
 Every output in a transcript comes from a real kernel; nothing is written by hand.
@@ -34,7 +42,9 @@ type prefixOptions struct {
 	timeout   time.Duration
 }
 
-func parsePrefix(cmd string, args []string, stderr io.Writer) (*prefixOptions, error) {
+// parsePrefix parses the flags of show, verify and export; extra registers
+// a command's own flags.
+func parsePrefix(cmd string, args []string, stderr io.Writer, extra ...func(*flagSet)) (*prefixOptions, error) {
 	o := &prefixOptions{}
 	fs := newFlagSet("prefix "+cmd, prefixUsage, stderr)
 	o.sandbox.register(fs)
@@ -42,6 +52,9 @@ func parsePrefix(cmd string, args []string, stderr io.Writer) (*prefixOptions, e
 	fs.StringVar(&o.encoding, "encoding", string(session.O200kBase), "token vocabulary: o200k_base or cl100k_base")
 	fs.IntVar(&o.maxTokens, "max-tokens", 4000, "verify: the most tokens the rendered transcript may have")
 	fs.DurationVar(&o.timeout, "timeout", kernel.DefaultTimeout, "soft time limit per cell")
+	for _, register := range extra {
+		register(fs)
+	}
 	// The prefix may come first: ctxcode prefix show pm --data DIR.
 	name := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -76,7 +89,9 @@ func runPrefix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	switch args[0] {
 	case "init":
 		return runPrefixInit(args[1:], stdout, stderr)
-	case "show", "verify":
+	case "show":
+		return runPrefixShow(ctx, args[1:], stdout, stderr)
+	case "verify":
 		o, err := parsePrefix(args[0], args[1:], stderr)
 		if err != nil {
 			return err
@@ -88,11 +103,6 @@ func runPrefix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		tokens, err := session.CountTokens(session.Encoding(o.encoding), text)
 		if err != nil {
 			return err
-		}
-		if args[0] == "show" {
-			fmt.Fprint(stdout, text)
-			fmt.Fprintf(stdout, "\n[prefix %s: %d cells, %d tokens (%s)]\n", o.prefix.Name, len(o.prefix.Cells), tokens, o.encoding)
-			return nil
 		}
 		again, err := o.build(ctx, stderr)
 		if err != nil {
@@ -107,34 +117,56 @@ func runPrefix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "prefix %s: ok: %d cells, built twice with identical output, %d tokens (%s)\n",
 			o.prefix.Name, len(o.prefix.Cells), tokens, o.encoding)
 		return nil
+	case "export":
+		o, err := parseExport(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return o.run(ctx, stdout, stderr)
+	case "import":
+		o, err := parseImport(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return o.run(stdout)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, prefixUsage)
 		return nil
 	}
-	return usagef("prefix: unknown subcommand %q (export and import are not available yet)\n\n%s", args[0], prefixUsage)
+	return usagef("prefix: unknown subcommand %q\n\n%s", args[0], prefixUsage)
 }
 
 // build runs the prefix in a fresh kernel and renders its transcript.
 func (o *prefixOptions) build(ctx context.Context, stderr io.Writer) (string, error) {
-	tr, cleanup, err := o.sandbox.transport(ctx, o.prefix.Language, o.dataDir, stderr)
+	cells, err := o.execute(ctx, stderr)
 	if err != nil {
 		return "", err
+	}
+	return session.RenderCells(cells), nil
+}
+
+// execute runs the prefix in a fresh kernel and returns its cells; a cell
+// that fails is a usage error.
+func (o *prefixOptions) execute(ctx context.Context, stderr io.Writer) ([]session.Cell, error) {
+	tr, cleanup, err := o.sandbox.transport(ctx, o.prefix.Language, o.dataDir, stderr)
+	if err != nil {
+		return nil, err
 	}
 	defer cleanup()
 	k, err := kernel.Start(ctx, o.prefix.Language, tr, kernel.ClientOptions{})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer k.Close()
 	cells, err := prefixes.Build(ctx, k, o.prefix, kernel.ExecOptions{Timeout: o.timeout})
 	var be *prefixes.BuildError
 	if errors.As(err, &be) {
-		return "", usagef("%v", err)
+		return nil, usagef("%v", err)
 	}
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return session.RenderCells(cells), nil
+	return cells, nil
 }
 
 // firstDifference shows the first line where two texts differ.
@@ -160,7 +192,7 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 	dir := fs.String("data", "", "data folder to write a prefix for (required)")
 	out := fs.String("out", "", "file to write (default: standard output)")
 	force := fs.Bool("force", false, "overwrite --out if it exists")
-	lang := fs.String("lang", "python", "prefix language (python; go is not available yet)")
+	lang := fs.String("lang", "python", "prefix language: python, or go for the Go kernel (typed structs)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}

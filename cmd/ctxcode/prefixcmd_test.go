@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,7 +20,32 @@ func TestPrefixShowAndVerify(t *testing.T) {
 	got = runCLI(t, "", "prefix", "show", "pm", "--sandbox", "local", "--data", dir)
 	require.Equal(t, 0, got.code, got.stderr)
 	assert.Contains(t, got.stdout, "Out[2]: (3, 30, 8, 500, 2000)")
-	assert.Regexp(t, regexp.MustCompile(`\[prefix pm: 6 cells, \d+ tokens \(o200k_base\)\]\n$`), got.stdout)
+	assert.Regexp(t, regexp.MustCompile(`\[prefix pm: 6 cells, \d+ tokens \(o200k_base\) as In/Out text\]\n$`), got.stdout)
+
+	// Each protocol as the model sees it, with the request's token count.
+	got = runCLI(t, "", "prefix", "show", "pm", "--sandbox", "local", "--data", dir, "--protocol", "bare", "--question", "How many teams?")
+	require.Equal(t, 0, got.code, got.stderr)
+	assert.Contains(t, got.stdout, "--- assistant ---\ntasks[-1]\n--- user ---\nOut[5]: \n{'id': 'K00500',")
+	assert.Contains(t, got.stdout, "--- user ---\nHow many teams?\n")
+	assert.Regexp(t, regexp.MustCompile(`\[prefix pm, protocol bare: 14 messages, 0 tools, \d+ tokens \(o200k_base\) with this question`), got.stdout)
+
+	got = runCLI(t, "", "prefix", "show", "pm", "--sandbox", "local", "--data", dir, "--protocol", "eval", "--json", "--encoding", "cl100k_base")
+	require.Equal(t, 0, got.code, got.stderr)
+	var req struct {
+		Protocol string
+		Tools    []struct{ Name string }
+		Messages []struct{ Role, Content string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(got.stdout), &req), got.stdout)
+	assert.Equal(t, "eval", req.Protocol)
+	require.Len(t, req.Tools, 1)
+	assert.Equal(t, "<the question goes here>", req.Messages[len(req.Messages)-1].Content)
+
+	got = runCLI(t, "", "prefix", "show", "pm", "--sandbox", "local", "--data", dir, "--protocol", "all")
+	require.Equal(t, 0, got.code, got.stderr)
+	for _, row := range []string{`cli\s+A\s+2\s+2\s+\d+`, `eval\s+B, B0\s+14\s+1\s+\d+`, `bare\s+D\s+14\s+0\s+\d+`, `transcript\s+C\s+1\s+0\s+\d+`} {
+		assert.Regexp(t, regexp.MustCompile(row), got.stdout)
+	}
 
 	got = runCLI(t, "", "prefix", "verify", "pm", "--sandbox", "local", "--data", dir)
 	require.Equal(t, 0, got.code, got.stderr)
@@ -49,6 +75,9 @@ func TestPrefixUsageErrors(t *testing.T) {
 		{"no prefix", []string{"prefix", "show"}, "name a prefix (pm"},
 		{"unknown prefix", []string{"prefix", "show", "nope"}, "no such built-in prefix"},
 		{"bad encoding", []string{"prefix", "show", "pm", "--encoding", "p50k"}, `unknown token encoding "p50k"`},
+		{"bad protocol", []string{"prefix", "show", "pm", "--protocol", "tools"}, `unknown protocol "tools": expected bare, eval, transcript or cli`},
+		{"json without protocol", []string{"prefix", "show", "pm", "--json"}, "--json prints one request"},
+		{"zero budget", []string{"prefix", "show", "pm", "--output-budget", "0"}, "--output-budget 0 would show the model nothing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runCLI(t, "", tc.args...)

@@ -37,7 +37,7 @@ Commands:
   exec      run cells in a fresh kernel and print them IPython style
   sandbox   build the kernel image, check Docker, remove leftover containers
   tasks     list a dataset's graded tasks and their gold answers
-  prefix    show or verify a session prefix, built in a real kernel
+  prefix    write, show, verify, export and import session prefixes, built in a real kernel
   version   print the version
   help      print help for a command
 

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/prefixes"
+)
+
+// exportOptions are the flags of `ctxcode prefix export`: those of show and
+// verify, and the notebook to write.
+type exportOptions struct {
+	*prefixOptions
+	out   string
+	force bool
+}
+
+func parseExport(args []string, stderr io.Writer) (*exportOptions, error) {
+	o := &exportOptions{}
+	var err error
+	o.prefixOptions, err = parsePrefix("export", args, stderr, func(fs *flagSet) {
+		fs.StringVar(&o.out, "out", "", "export: the notebook to write, F.ipynb (required)")
+		fs.BoolVar(&o.force, "force", false, "export: overwrite --out if it exists")
+	})
+	if err != nil {
+		return nil, err
+	}
+	if o.out == "" {
+		return nil, usagef("prefix export: --out is required: the notebook to write (F.ipynb)")
+	}
+	if !strings.EqualFold(filepath.Ext(o.out), ".ipynb") {
+		return nil, usagef("prefix export: --out %s does not end in .ipynb, the extension Jupyter opens notebooks by", o.out)
+	}
+	if err := refuseOverwrite("prefix export", o.out, o.force); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// run builds the prefix in a fresh kernel and writes the notebook.
+func (o *exportOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	cells, err := o.execute(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	nb, err := prefixes.ExportNotebook(o.prefix, cells)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic("prefix export", o.out, nb, o.force); err != nil {
+		return err
+	}
+	ext := ".py"
+	if o.prefix.Language == kernel.Go {
+		ext = ".go"
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d cells); open it in Jupyter, or turn it back into a prefix file with: ctxcode prefix import %s --out %s%s\n",
+		o.out, len(cells), o.out, o.prefix.Name, ext)
+	return nil
+}
+
+// importOptions are the flags of `ctxcode prefix import`.
+type importOptions struct {
+	file  string
+	out   string
+	force bool
+}
+
+func parseImport(args []string, stderr io.Writer) (*importOptions, error) {
+	o := &importOptions{}
+	fs := newFlagSet("prefix import", prefixUsage, stderr)
+	fs.StringVar(&o.out, "out", "", "file to write (default: standard output)")
+	fs.BoolVar(&o.force, "force", false, "overwrite --out if it exists")
+	// The notebook may come first: ctxcode prefix import F.ipynb --out F.py.
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		o.file, args = args[0], args[1:]
+	}
+	if err := fs.parse(args); err != nil {
+		return nil, err
+	}
+	rest := fs.Args()
+	if o.file == "" && len(rest) > 0 {
+		o.file, rest = rest[0], rest[1:]
+	}
+	if len(rest) > 0 {
+		return nil, usagef("prefix import: unexpected argument %q: import reads one notebook", rest[0])
+	}
+	if o.file == "" {
+		return nil, usagef("prefix import: name the notebook to import (F.ipynb)")
+	}
+	if o.out != "" {
+		if err := refuseOverwrite("prefix import", o.out, o.force); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// run reads the notebook and prints or writes it as a percent-format prefix.
+func (o *importOptions) run(stdout io.Writer) error {
+	src, err := os.ReadFile(o.file)
+	if err != nil {
+		return usagef("prefix import: %v", err)
+	}
+	p, err := prefixes.ImportNotebook(o.file, src)
+	if err != nil {
+		return usagef("prefix import: %v", err)
+	}
+	text := prefixes.FormatPercent(p)
+	if o.out == "" {
+		_, err = stdout.Write(text)
+		return err
+	}
+	if err := writeAtomic("prefix import", o.out, text, o.force); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d cells); check it with: ctxcode prefix verify %s --data DIR\n", o.out, len(p.Cells), o.out)
+	return nil
+}
+
+// refuseOverwrite is a usage error when path exists and force is off, so
+// that a command fails before it does any work.
+func refuseOverwrite(cmd, path string, force bool) error {
+	if !force && exists(path) {
+		return usagef("%s: %s exists; pass --force to overwrite it", cmd, path)
+	}
+	return nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// writeAtomic writes data to path through a temporary file in the same
+// folder, so that no one sees half a file. With force it replaces path
+// (rename); without, it never does: the temporary file is hard-linked to
+// path, which fails if path has appeared meanwhile. On a filesystem without
+// hard links it looks once more and renames.
+func writeAtomic(cmd, path string, data []byte, force bool) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		// After a rename there is nothing left to remove; after a link, or
+		// a failure, the temporary name goes.
+		if rmErr := os.Remove(tmp); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+			err = errors.Join(err, rmErr)
+		}
+	}()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: write %s: %w", cmd, path, err)
+	}
+	if force {
+		return os.Rename(tmp, path)
+	}
+	err = os.Link(tmp, path)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, os.ErrExist) || exists(path) {
+		return usagef("%s: %s exists; pass --force to overwrite it", cmd, path)
+	}
+	return os.Rename(tmp, path)
+}
