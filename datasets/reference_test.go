@@ -180,6 +180,9 @@ func TestReferenceSolutions(t *testing.T) {
 				}
 			})
 			t.Run("go-pm", func(t *testing.T) {
+				// GoLoader binds what the pm-go prefix binds; datasets does not
+				// import prefixes, so the bodies after pm-go's own cells are
+				// run by TestGoPMReferenceSolutions in prefixes.
 				k := goKernel(t, dir)
 				runCell(t, k, datasets.GoLoader)
 				for _, task := range tasks {

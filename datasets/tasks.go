@@ -77,32 +77,90 @@ const PythonLoader = "import json\n" +
 	"teams, users, projects, tasks, events = ([json.loads(l) for l in open(f'data/{n}.jsonl')]\n" +
 	"    for n in ['teams', 'users', 'projects', 'tasks', 'events'])\n"
 
-// GoLoader is the Go kernel's equivalent of PythonLoader.
-const GoLoader = `import (
+// GoLoader is the Go kernel's equivalent of PythonLoader: the imports, types
+// and bindings of the pm-go prefix as one cell. Its type declarations are
+// pm-go's, token for token (prefixes tests that), so it also runs after
+// pm-go, in a kernel that refuses to change a declared type.
+var GoLoader = strings.ReplaceAll(goLoader, "'", "`")
+
+// goLoader is GoLoader with ' for the backquotes of the struct tags, which a
+// raw string literal cannot hold.
+const goLoader = `import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"sort"
 	"strings"
 )
 
-func loadJSONL(name string) []map[string]any {
+type Team struct {
+	ID   string 'json:"id"'
+	Name string 'json:"name"'
+}
+
+type User struct {
+	ID     string 'json:"id"'
+	Name   string 'json:"name"'
+	TeamID string 'json:"team_id"'
+	Role   string 'json:"role"'
+}
+
+type Project struct {
+	ID     string 'json:"id"'
+	Name   string 'json:"name"'
+	TeamID string 'json:"team_id"'
+	LeadID string 'json:"lead_id"'
+	Status string 'json:"status"'
+}
+
+type Task struct {
+	ID            string  'json:"id"'
+	ProjectID     string  'json:"project_id"'
+	Title         string  'json:"title"'
+	Status        string  'json:"status"'
+	Priority      string  'json:"priority"'
+	AssigneeID    string  'json:"assignee_id"' // "" when null
+	ReporterID    string  'json:"reporter_id"'
+	CreatedAt     string  'json:"created_at"'
+	DueDate       string  'json:"due_date"' // YYYY-MM-DD, "" when null
+	EstimateHours float64 'json:"estimate_hours"'
+}
+
+type Event struct {
+	ID     string 'json:"id"'
+	TaskID string 'json:"task_id"'
+	UserID string 'json:"user_id"'
+	Action string 'json:"action"'
+	At     string 'json:"at"'
+	From   string 'json:"from"' // "" when null
+	To     string 'json:"to"'   // "" when null
+}
+
+// load reads data/NAME.jsonl, one JSON object a line, into rows, a pointer to a slice.
+func load(name string, rows any) {
 	b, err := os.ReadFile("data/" + name + ".jsonl")
 	if err != nil {
 		panic(err)
 	}
-	rows := []map[string]any{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		row := map[string]any{}
-		if err := json.Unmarshal([]byte(line), &row); err != nil {
-			panic(err)
-		}
-		rows = append(rows, row)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if err := json.Unmarshal([]byte("["+strings.Join(lines, ",")+"]"), rows); err != nil {
+		panic(err)
 	}
-	return rows
 }
 
-teams, users, projects, tasks, events := loadJSONL("teams"), loadJSONL("users"), loadJSONL("projects"), loadJSONL("tasks"), loadJSONL("events")
+var (
+	teams    []Team
+	users    []User
+	projects []Project
+	tasks    []Task
+	events   []Event
+)
+load("teams", &teams)
+load("users", &users)
+load("projects", &projects)
+load("tasks", &tasks)
+load("events", &events)
 `
 
 // Reference returns a task's reference solution of the given kind: code that

@@ -24,10 +24,13 @@ const (
 	PythonPM SolutionKind = "python-pm"
 	// PythonLoad loads data/*.jsonl itself (the non-binding condition).
 	PythonLoad SolutionKind = "python-load"
-	// GoPM is Go for the Go kernel, run after GoLoader (the Go kernel's pm
-	// binding: teams, users, projects, tasks, events as []map[string]any).
+	// GoPM is Go for the Go kernel, run after the pm-go prefix, which binds
+	// teams, users, projects, tasks and events as slices of the structs
+	// Team, User, Project, Task and Event (a null in the data is "") and
+	// imports encoding/json, fmt, math, os, sort and strings.
 	GoPM SolutionKind = "go-pm"
-	// GoLoad is Go for the Go kernel that loads data/*.jsonl itself.
+	// GoLoad is Go for the Go kernel that loads data/*.jsonl itself: GoLoader,
+	// then the GoPM body.
 	GoLoad SolutionKind = "go-load"
 )
 
@@ -79,7 +82,8 @@ type template struct {
 	gold     func(ix *index, p map[string]any) any
 	// python is the body of the PythonPM solution; it ends with ANSWER(...).
 	python func(p map[string]any) string
-	// goBody is the Go solution after the loading preamble.
+	// goBody is the body of the GoPM solution, written against the typed
+	// slices of pm-go (and GoLoader); it ends with ANSWER(...).
 	goBody func(p map[string]any) string
 }
 
@@ -126,13 +130,13 @@ var templates = []template{
 		goBody: func(p map[string]any) string {
 			return fmt.Sprintf(`pid := ""
 for _, p := range projects {
-	if p["name"] == %s {
-		pid = p["id"].(string)
+	if p.Name == %s {
+		pid = p.ID
 	}
 }
 n := 0
 for _, t := range tasks {
-	if t["project_id"] == pid && t["status"] == %s {
+	if t.ProjectID == pid && t.Status == %s {
 		n++
 	}
 }
@@ -177,14 +181,14 @@ ANSWER(n)`, q(str(p, "project")), q(str(p, "status")))
 		goBody: func(p map[string]any) string {
 			return fmt.Sprintf(`uid := ""
 for _, u := range users {
-	if u["name"] == %s {
-		uid = u["id"].(string)
+	if u.Name == %s {
+		uid = u.ID
 	}
 }
 ids := []string{}
 for _, t := range tasks {
-	if t["assignee_id"] == uid && t["status"] != "done" && t["due_date"] != nil && t["due_date"].(string) < %s {
-		ids = append(ids, t["id"].(string))
+	if t.AssigneeID == uid && t.Status != "done" && t.DueDate != "" && t.DueDate < %s {
+		ids = append(ids, t.ID)
 	}
 }
 ANSWER(ids)`, q(str(p, "user")), q(str(p, "date")))
@@ -215,12 +219,12 @@ ANSWER(ids)`, q(str(p, "user")), q(str(p, "date")))
 		goBody: func(p map[string]any) string {
 			return fmt.Sprintf(`teamOf := map[string]string{}
 for _, p := range projects {
-	teamOf[p["id"].(string)] = p["team_id"].(string)
+	teamOf[p.ID] = p.TeamID
 }
 count := map[string]int{}
 for _, t := range tasks {
-	if t["status"] == %s {
-		count[teamOf[t["project_id"].(string)]]++
+	if t.Status == %s {
+		count[teamOf[t.ProjectID]]++
 	}
 }
 best, most := "", -1
@@ -230,8 +234,8 @@ for id, n := range count {
 	}
 }
 for _, t := range teams {
-	if t["id"] == best {
-		ANSWER(t["name"])
+	if t.ID == best {
+		ANSWER(t.Name)
 	}
 }`, q(str(p, "status")))
 		},
@@ -261,20 +265,20 @@ for _, t := range teams {
 		goBody: func(p map[string]any) string {
 			return fmt.Sprintf(`tid := ""
 for _, t := range teams {
-	if t["name"] == %s {
-		tid = t["id"].(string)
+	if t.Name == %s {
+		tid = t.ID
 	}
 }
 pids := map[string]bool{}
 for _, p := range projects {
-	if p["team_id"] == tid {
-		pids[p["id"].(string)] = true
+	if p.TeamID == tid {
+		pids[p.ID] = true
 	}
 }
 sum, n := 0.0, 0
 for _, t := range tasks {
-	if pids[t["project_id"].(string)] && t["status"] == "done" && t["priority"] == %s {
-		sum += t["estimate_hours"].(float64)
+	if pids[t.ProjectID] && t.Status == "done" && t.Priority == %s {
+		sum += t.EstimateHours
 		n++
 	}
 }
@@ -300,20 +304,20 @@ ANSWER(math.Round(sum/float64(n)*100) / 100)`, q(str(p, "team")), q(str(p, "prio
 		goBody: func(p map[string]any) string {
 			return fmt.Sprintf(`pid := ""
 for _, p := range projects {
-	if p["name"] == %s {
-		pid = p["id"].(string)
+	if p.Name == %s {
+		pid = p.ID
 	}
 }
 tids := map[string]bool{}
 for _, t := range tasks {
-	if t["project_id"] == pid {
-		tids[t["id"].(string)] = true
+	if t.ProjectID == pid {
+		tids[t.ID] = true
 	}
 }
 who := map[string]bool{}
 for _, e := range events {
-	if e["action"] == "commented" && tids[e["task_id"].(string)] {
-		who[e["user_id"].(string)] = true
+	if e.Action == "commented" && tids[e.TaskID] {
+		who[e.UserID] = true
 	}
 }
 ANSWER(len(who))`, q(str(p, "project")))
@@ -363,21 +367,20 @@ ANSWER(len(who))`, q(str(p, "project")))
 		goBody: func(p map[string]any) string {
 			return fmt.Sprintf(`tid := ""
 for _, t := range teams {
-	if t["name"] == %s {
-		tid = t["id"].(string)
+	if t.Name == %s {
+		tid = t.ID
 	}
 }
 mine := map[string]string{}
 for _, p := range projects {
-	if p["team_id"] == tid {
-		mine[p["id"].(string)] = p["name"].(string)
+	if p.TeamID == tid {
+		mine[p.ID] = p.Name
 	}
 }
 blocked := map[string]int{}
 for _, t := range tasks {
-	pid := t["project_id"].(string)
-	if mine[pid] != "" && t["status"] == "blocked" {
-		blocked[pid]++
+	if mine[t.ProjectID] != "" && t.Status == "blocked" {
+		blocked[t.ProjectID]++
 	}
 }
 names := []string{}
@@ -408,20 +411,20 @@ ANSWER(names)`, q(str(p, "team")), num(p, "k"))
 		goBody: func(p map[string]any) string {
 			return fmt.Sprintf(`pid := ""
 for _, p := range projects {
-	if p["name"] == %s {
-		pid = p["id"].(string)
+	if p.Name == %s {
+		pid = p.ID
 	}
 }
 tids := map[string]bool{}
 for _, t := range tasks {
-	if t["project_id"] == pid {
-		tids[t["id"].(string)] = true
+	if t.ProjectID == pid {
+		tids[t.ID] = true
 	}
 }
 moved := map[string]bool{}
 for _, e := range events {
-	if tids[e["task_id"].(string)] && e["action"] == "status_changed" && e["from"] == "review" && e["to"] == "in_progress" {
-		moved[e["task_id"].(string)] = true
+	if tids[e.TaskID] && e.Action == "status_changed" && e.From == "review" && e.To == "in_progress" {
+		moved[e.TaskID] = true
 	}
 }
 ANSWER(len(moved))`, q(str(p, "project")))
@@ -451,8 +454,8 @@ ANSWER(len(moved))`, q(str(p, "project")))
 		goBody: func(p map[string]any) string {
 			return fmt.Sprintf(`count := map[string]int{}
 for _, e := range events {
-	if e["action"] == "reassigned" && strings.HasPrefix(e["at"].(string), %s) {
-		count[e["user_id"].(string)]++
+	if e.Action == "reassigned" && strings.HasPrefix(e.At, %s) {
+		count[e.UserID]++
 	}
 }
 ids := []string{}
@@ -462,7 +465,7 @@ for id := range count {
 sort.Slice(ids, func(i, j int) bool { return count[ids[i]] > count[ids[j]] })
 name := map[string]string{}
 for _, u := range users {
-	name[u["id"].(string)] = u["name"].(string)
+	name[u.ID] = u.Name
 }
 ANSWER([]string{name[ids[0]], name[ids[1]], name[ids[2]]})`, q(str(p, "month")))
 		},

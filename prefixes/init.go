@@ -32,6 +32,18 @@ type dataFile struct {
 	small map[string][]string
 	table bool   // a list of records (fields and values make sense)
 	kind  string // for JSON that is not a table: dict, list or scalar
+	n     int    // records of a table, elements of a list
+
+	// For the Go prefix: the fields in the order they first appear (CSV:
+	// the header, duplicates included), with the JSON kinds of their values.
+	columns []column
+}
+
+// column is one field of a table as Init saw it.
+type column struct {
+	key     string
+	kinds   map[string]bool // string, int, float, bool, null, object or array
+	present int             // how many records have it
 }
 
 // maxDistinct is how many distinct values a field may have for Init to show
@@ -43,9 +55,13 @@ const maxDistinct = 8
 // names, valid and unique), shows their lengths, their field names, the
 // values of fields with few distinct values, and the last record of each.
 // It returns the prefix source and the files it left out, with reasons.
+//
+// lang is python (tables are lists of dicts) or go (tables are slices of
+// generated struct types, whose declarations name the fields; see
+// renderGoInit for the typing).
 func Init(dir string, lang kernel.Language) ([]byte, []Skipped, error) {
-	if lang != kernel.Python {
-		return nil, nil, fmt.Errorf("prefix init writes Python prefixes for now; %s is not available yet", lang)
+	if lang != kernel.Python && lang != kernel.Go {
+		return nil, nil, fmt.Errorf("prefix init writes python and go prefixes, not %q", lang)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -53,7 +69,6 @@ func Init(dir string, lang kernel.Language) ([]byte, []Skipped, error) {
 	}
 	var files []*dataFile
 	var skipped []Skipped
-	used := map[string]bool{}
 	for _, e := range entries {
 		name := e.Name()
 		if e.IsDir() || strings.HasPrefix(name, ".") {
@@ -73,7 +88,7 @@ func Init(dir string, lang kernel.Language) ([]byte, []Skipped, error) {
 			skipped = append(skipped, Skipped{name, err.Error()})
 			continue
 		}
-		f.name, f.format, f.ident = name, format, identifier(strings.TrimSuffix(name, filepath.Ext(name)), used)
+		f.name, f.format = name, format
 		files = append(files, f)
 	}
 	if len(files) == 0 {
@@ -86,6 +101,13 @@ func Init(dir string, lang kernel.Language) ([]byte, []Skipped, error) {
 		}
 		return nil, skipped, fmt.Errorf("no loadable file in %s (%s)", dir, strings.Join(why, "; "))
 	}
+	if lang == kernel.Go {
+		return renderGoInit(filepath.Base(dir), files), skipped, nil
+	}
+	used := map[string]bool{}
+	for _, f := range files {
+		f.ident = identifier(strings.TrimSuffix(f.name, filepath.Ext(f.name)), used)
+	}
 	return renderInit(filepath.Base(dir), files), skipped, nil
 }
 
@@ -96,6 +118,8 @@ func inspect(path, format string) (*dataFile, error) {
 		return nil, err
 	}
 	var rows []map[string]any
+	var raws [][]byte // the JSON records, for their fields' order and kinds
+	var header []string
 	switch format {
 	case "jsonl":
 		sc := bufio.NewScanner(bytes.NewReader(b))
@@ -110,6 +134,7 @@ func inspect(path, format string) (*dataFile, error) {
 				return nil, fmt.Errorf("line %d is not a JSON object: %v", n, err)
 			}
 			rows = append(rows, row)
+			raws = append(raws, bytes.Clone(line))
 		}
 		if err := sc.Err(); err != nil {
 			return nil, err
@@ -129,7 +154,14 @@ func inspect(path, format string) (*dataFile, error) {
 				}
 			}
 			if len(rows) != len(x) || len(x) == 0 {
-				return &dataFile{kind: "list"}, nil
+				return &dataFile{kind: "list", n: len(x)}, nil
+			}
+			var elems []json.RawMessage
+			if err := json.Unmarshal(b, &elems); err != nil {
+				return nil, fmt.Errorf("not valid JSON: %v", err)
+			}
+			for _, e := range elems {
+				raws = append(raws, e)
 			}
 		default:
 			return &dataFile{kind: "scalar"}, nil
@@ -143,6 +175,7 @@ func inspect(path, format string) (*dataFile, error) {
 		if len(recs) == 0 {
 			return nil, fmt.Errorf("empty CSV (no header)")
 		}
+		header = recs[0]
 		for _, rec := range recs[1:] {
 			row := map[string]any{}
 			for i, h := range recs[0] {
@@ -156,7 +189,14 @@ func inspect(path, format string) (*dataFile, error) {
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("no records")
 	}
-	f := &dataFile{table: true, small: map[string][]string{}}
+	f := &dataFile{table: true, small: map[string][]string{}, n: len(rows)}
+	if format == "csv" {
+		for _, h := range header {
+			f.columns = append(f.columns, column{key: h, kinds: map[string]bool{"string": true}, present: len(rows)})
+		}
+	} else {
+		f.columns = jsonColumns(raws)
+	}
 	distinct := map[string]map[string]bool{}
 	seen := map[string]bool{}
 	for _, row := range rows {
@@ -235,7 +275,7 @@ func renderInit(folder string, files []*dataFile) []byte {
 	for _, f := range files {
 		idents = append(idents, f.ident)
 	}
-	fmt.Fprintf(&b, "# rules: The data is loaded: %s. Call ANSWER(value) with the final answer.\n", strings.Join(idents, ", "))
+	fmt.Fprintf(&b, "# rules: The data is loaded: %s.\n", strings.Join(idents, ", "))
 
 	b.WriteString("# %%\nimport csv, json, os\nsorted(os.listdir('data'))\n")
 
@@ -312,4 +352,552 @@ func renderInit(folder string, files []*dataFile) []byte {
 func pyString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// jsonColumns lists the fields of JSON records in the order they first
+// appear, with the kinds of their values (read from the JSON text, so that
+// 2.0 is a float and 2 an int).
+func jsonColumns(raws [][]byte) []column {
+	var cols []column
+	at := map[string]int{}
+	for _, raw := range raws {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			continue
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			key, _ := tok.(string)
+			var val json.RawMessage
+			if err := dec.Decode(&val); err != nil {
+				break
+			}
+			i, ok := at[key]
+			if !ok {
+				i = len(cols)
+				at[key] = i
+				cols = append(cols, column{key: key, kinds: map[string]bool{}})
+			}
+			cols[i].kinds[jsonKind(val)] = true
+			if !seen[key] {
+				seen[key] = true
+				cols[i].present++
+			}
+		}
+	}
+	return cols
+}
+
+// jsonKind names the kind of a JSON value from its text.
+func jsonKind(raw []byte) string {
+	if len(raw) == 0 {
+		return "null"
+	}
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	if _, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return "int"
+	}
+	return "float"
+}
+
+// goType is the Go type of a field, and the value it has where the data
+// has null or nothing: the one type of all its non-null values (int and
+// float together are float64), or any.
+func (c column) goType() (typ, zero string) {
+	var kinds []string
+	for k := range c.kinds {
+		if k != "null" {
+			kinds = append(kinds, k)
+		}
+	}
+	sort.Strings(kinds)
+	switch strings.Join(kinds, " ") {
+	case "string":
+		return "string", `""`
+	case "int":
+		return "int", "0"
+	case "float", "float int":
+		return "float64", "0"
+	case "bool":
+		return "bool", "false"
+	case "object":
+		return "map[string]any", "nil"
+	case "array":
+		return "[]any", "nil"
+	}
+	return "any", "nil"
+}
+
+// zeroNote says where a field holds its zero value for want of data, or "".
+func zeroNote(c column, records int) string {
+	_, zero := c.goType()
+	switch {
+	case zero == "nil":
+		return ""
+	case c.kinds["null"] && c.present < records:
+		return zero + " when null or missing"
+	case c.kinds["null"]:
+		return zero + " when null"
+	case c.present < records:
+		return zero + " when missing"
+	}
+	return ""
+}
+
+// goReserved are the names a Go prefix's variables must not take: Go's
+// keywords and predeclared identifiers, and the names the prefix itself uses.
+var goReserved = map[string]bool{
+	"break": true, "case": true, "chan": true, "const": true, "continue": true, "default": true,
+	"defer": true, "else": true, "fallthrough": true, "for": true, "func": true, "go": true, "goto": true,
+	"if": true, "import": true, "interface": true, "map": true, "package": true, "range": true,
+	"return": true, "select": true, "struct": true, "switch": true, "type": true, "var": true,
+
+	"any": true, "bool": true, "byte": true, "comparable": true, "complex64": true, "complex128": true,
+	"error": true, "float32": true, "float64": true, "int": true, "int8": true, "int16": true,
+	"int32": true, "int64": true, "rune": true, "string": true, "uint": true, "uint8": true,
+	"uint16": true, "uint32": true, "uint64": true, "uintptr": true, "true": true, "false": true,
+	"iota": true, "nil": true, "append": true, "cap": true, "clear": true, "close": true,
+	"complex": true, "copy": true, "delete": true, "imag": true, "len": true, "make": true,
+	"max": true, "min": true, "new": true, "panic": true, "print": true, "println": true,
+	"real": true, "recover": true,
+
+	"csv": true, "json": true, "fmt": true, "os": true, "sort": true, "strings": true,
+	"entries": true, "loadJSONL": true, "loadJSON": true, "loadCSV": true, "distinct": true,
+	"sortedKeys": true, "ANSWER": true,
+}
+
+// goInitialisms are words Go spells in capitals inside a name.
+var goInitialisms = map[string]string{
+	"id": "ID", "ids": "IDs", "url": "URL", "uri": "URI", "uuid": "UUID", "api": "API",
+	"http": "HTTP", "ip": "IP", "json": "JSON", "csv": "CSV", "sql": "SQL",
+}
+
+// goWords splits a name into its ASCII letter-and-digit runs.
+func goWords(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool {
+		return r >= unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r))
+	})
+}
+
+// goExported joins words into an exported name, TeamID style; a name that
+// would start with a digit starts with lead.
+func goExported(words []string, lead string) string {
+	var b strings.Builder
+	for _, w := range words {
+		if up, ok := goInitialisms[strings.ToLower(w)]; ok {
+			b.WriteString(up)
+			continue
+		}
+		b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+	}
+	name := b.String()
+	if name == "" || name[0] >= '0' && name[0] <= '9' {
+		name = lead + name
+	}
+	return name
+}
+
+// uniqueName returns name, or name with the first free number appended.
+func uniqueName(name string, used map[string]bool) string {
+	out := name
+	for n := 2; used[out]; n++ {
+		out = name + strconv.Itoa(n)
+	}
+	used[out] = true
+	return out
+}
+
+// goIdentifier makes a valid, unused Go variable name from a file name:
+// camelCase from its letters and digits ("2024-budget" is data2024Budget),
+// with _ after a keyword or predeclared name ("type" is type_).
+func goIdentifier(base string, used map[string]bool) string {
+	words := goWords(base)
+	if len(words) == 0 {
+		words = []string{"data"}
+	}
+	first := words[0]
+	if strings.ToUpper(first) == first {
+		first = strings.ToLower(first)
+	} else {
+		first = strings.ToLower(first[:1]) + first[1:]
+	}
+	id := first
+	if len(words) > 1 {
+		id += goExported(words[1:], "")
+	}
+	if id[0] >= '0' && id[0] <= '9' {
+		id = "data" + strings.ToUpper(id[:1]) + id[1:]
+	}
+	if goReserved[id] {
+		id += "_"
+	}
+	return uniqueName(id, used)
+}
+
+// goTypeName makes an unused exported type name for a file's records:
+// its name in the singular, roughly ("tasks" is Task).
+func goTypeName(base string, used map[string]bool) string {
+	words := goWords(base)
+	if len(words) == 0 {
+		words = []string{"record"}
+	}
+	last := words[len(words)-1]
+	lower := strings.ToLower(last)
+	switch {
+	case len(last) > 4 && strings.HasSuffix(lower, "ies"):
+		last = last[:len(last)-3] + "y"
+	case len(last) > 3 && strings.HasSuffix(lower, "s") && !strings.HasSuffix(lower, "ss") &&
+		!strings.HasSuffix(lower, "us") && !strings.HasSuffix(lower, "is"):
+		last = last[:len(last)-1]
+	}
+	words[len(words)-1] = last
+	return uniqueName(goExported(words, "Data"), used)
+}
+
+// goTagKey reports whether a JSON key can be a struct tag's name:
+// encoding/json ignores a tag name with other characters.
+func goTagKey(key string) bool {
+	if key == "" {
+		return false
+	}
+	for _, r := range key {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxStructFields is how many fields a table may have for Init to give it a
+// struct type; wider tables are []map[string]any.
+const maxStructFields = 64
+
+// goTable is how the Go prefix binds a table.
+type goTable struct {
+	typ    string   // the struct type, or "" for []map[string]any
+	fields []string // the field of each column
+	types  []string // the Go type of each column
+}
+
+func newGoTable(f *dataFile, base string, usedTypes map[string]bool) *goTable {
+	t := &goTable{}
+	if f.format != "csv" {
+		if len(f.columns) > maxStructFields {
+			return t
+		}
+		for _, c := range f.columns {
+			if !goTagKey(c.key) {
+				return t
+			}
+		}
+	}
+	t.typ = goTypeName(base, usedTypes)
+	usedFields := map[string]bool{}
+	for _, c := range f.columns {
+		t.fields = append(t.fields, uniqueName(goExported(goWords(c.key), "F"), usedFields))
+		typ := "string"
+		if f.format != "csv" {
+			typ, _ = c.goType()
+		}
+		t.types = append(t.types, typ)
+	}
+	return t
+}
+
+// elemType is the Go type of one record.
+func (t *goTable) elemType() string {
+	if t.typ == "" {
+		return "map[string]any"
+	}
+	return t.typ
+}
+
+// renderGoInit writes the Go prefix. A JSON or JSON-lines table is a slice
+// of a struct type made from its records: one field per key, in the order
+// the keys first appear, typed by the one JSON type of its non-null values
+// (string, int, float64, bool, map[string]any or []any; any when the
+// values' types differ), with null and a missing key left as the zero
+// value. A table whose keys cannot all be struct tags, or that has more
+// than maxStructFields keys, is []map[string]any. A CSV file is a slice of
+// a struct of strings, one field per column. Other JSON is map[string]any,
+// []any or any.
+func renderGoInit(folder string, files []*dataFile) []byte {
+	usedVars, usedTypes := map[string]bool{}, map[string]bool{"ANSWER": true}
+	tables := map[*dataFile]*goTable{}
+	formats := map[string]bool{}
+	var binds []string
+	varTypes := map[*dataFile]string{}
+	nullable := false
+	for _, f := range files {
+		base := strings.TrimSuffix(f.name, filepath.Ext(f.name))
+		f.ident = goIdentifier(base, usedVars)
+		formats[f.format] = true
+		var typ string
+		switch {
+		case f.table:
+			t := newGoTable(f, base, usedTypes)
+			tables[f] = t
+			typ = "[]" + t.elemType()
+			for _, c := range f.columns {
+				if f.format != "csv" && t.typ != "" && (c.kinds["null"] || c.present < f.n) {
+					nullable = true
+				}
+			}
+		case f.kind == "dict":
+			typ = "map[string]any"
+		case f.kind == "list":
+			typ = "[]any"
+		default:
+			typ = "any"
+		}
+		varTypes[f] = typ
+		binds = append(binds, fmt.Sprintf("%s (%s)", f.ident, typ))
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "// name: %s\n// language: go\n", identifier(folder, map[string]bool{}))
+	fmt.Fprintf(&b, "// description: The files of %s, one variable each. Written by ctxcode prefix init; edit freely.\n", folder)
+	rules := "The data is loaded: " + strings.Join(binds, ", ") + "."
+	if nullable {
+		rules += " A JSON null or missing key is the field's zero value."
+	}
+	fmt.Fprintf(&b, "// rules: %s\n", rules)
+
+	imports := []string{"fmt", "os", "sort", "strings"}
+	if formats["csv"] {
+		imports = append(imports, "encoding/csv")
+	}
+	if formats["json"] || formats["jsonl"] {
+		imports = append(imports, "encoding/json")
+	}
+	sort.Strings(imports)
+	b.WriteString("// %%\nimport (\n")
+	for _, im := range imports {
+		fmt.Fprintf(&b, "\t%q\n", im)
+	}
+	b.WriteString(")\n\nentries, _ := os.ReadDir(\"data\")\nfor _, e := range entries {\n\tfmt.Println(e.Name())\n}\n")
+
+	// The types, the loaders and the bindings.
+	b.WriteString("// %%\n")
+	for _, f := range files {
+		t := tables[f]
+		if t == nil || t.typ == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "type %s struct {\n", t.typ)
+		width, typeWidth := 0, 0
+		for i := range t.fields {
+			width, typeWidth = max(width, len(t.fields[i])), max(typeWidth, len(t.types[i]))
+		}
+		fieldLines := make([]string, len(f.columns))
+		notes := make([]string, len(f.columns))
+		for i, c := range f.columns {
+			fieldLines[i] = fmt.Sprintf("%-*s %s", width, t.fields[i], t.types[i])
+			if f.format != "csv" {
+				fieldLines[i] = fmt.Sprintf("%-*s %-*s `json:%q`", width, t.fields[i], typeWidth, t.types[i], c.key)
+				notes[i] = zeroNote(c, f.n)
+			}
+			fieldLines[i] = strings.TrimRight(fieldLines[i], " ")
+		}
+		// As gofmt does, comments on consecutive fieldLines line up.
+		for i := 0; i < len(fieldLines); {
+			j, lineWidth := i, 0
+			for ; j < len(fieldLines) && notes[j] != ""; j++ {
+				lineWidth = max(lineWidth, len(fieldLines[j]))
+			}
+			for ; i < j; i++ {
+				fieldLines[i] = fmt.Sprintf("%-*s // %s", lineWidth, fieldLines[i], notes[i])
+			}
+			i = max(i, j+1)
+		}
+		for _, line := range fieldLines {
+			b.WriteString("\t" + line + "\n")
+		}
+		b.WriteString("}\n\n")
+	}
+	for _, f := range files {
+		if t := tables[f]; t != nil && t.typ == "" {
+			var keys []string
+			for _, c := range f.columns {
+				keys = append(keys, strconv.Quote(c.key))
+			}
+			fmt.Fprintf(&b, "// The records of %s are maps: their keys (%s) cannot all be struct fields.\n\n", f.name, strings.Join(keys, ", "))
+		}
+	}
+	if formats["jsonl"] {
+		b.WriteString(`// loadJSONL reads data/NAME, one JSON value a line, into v, a pointer to a slice.
+func loadJSONL(name string, v any) {
+	b, err := os.ReadFile("data/" + name)
+	if err != nil {
+		panic(err)
+	}
+	lines := []string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(line) != "" {
+			lines = append(lines, line)
+		}
+	}
+	if err := json.Unmarshal([]byte("["+strings.Join(lines, ",")+"]"), v); err != nil {
+		panic(fmt.Sprintf("%s: %v", name, err))
+	}
+}
+
+`)
+	}
+	if formats["json"] {
+		b.WriteString(`// loadJSON reads data/NAME, one JSON value, into v, a pointer.
+func loadJSON(name string, v any) {
+	b, err := os.ReadFile("data/" + name)
+	if err != nil {
+		panic(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		panic(fmt.Sprintf("%s: %v", name, err))
+	}
+}
+
+`)
+	}
+	if formats["csv"] {
+		b.WriteString(`// loadCSV reads data/NAME and returns its records after the header.
+func loadCSV(name string) [][]string {
+	f, err := os.Open("data/" + name)
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	records, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		panic(fmt.Sprintf("%s: %v", name, err))
+	}
+	return records[1:]
+}
+
+`)
+	}
+	b.WriteString("var (\n")
+	width := 0
+	for _, f := range files {
+		width = max(width, len(f.ident))
+	}
+	for _, f := range files {
+		fmt.Fprintf(&b, "\t%-*s %s\n", width, f.ident, varTypes[f])
+	}
+	b.WriteString(")\n")
+	for _, f := range files {
+		switch {
+		case f.format == "csv":
+			t := tables[f]
+			fmt.Fprintf(&b, "for _, r := range loadCSV(%q) {\n\t%s = append(%s, %s{", f.name, f.ident, f.ident, t.typ)
+			for i, field := range t.fields {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "%s: r[%d]", field, i)
+			}
+			b.WriteString("})\n}\n")
+		case f.format == "jsonl":
+			fmt.Fprintf(&b, "loadJSONL(%q, &%s)\n", f.name, f.ident)
+		default:
+			fmt.Fprintf(&b, "loadJSON(%q, &%s)\n", f.name, f.ident)
+		}
+	}
+	var lens []string
+	for _, f := range files {
+		if f.table || f.kind == "dict" || f.kind == "list" {
+			lens = append(lens, fmt.Sprintf("%q: len(%s)", f.ident, f.ident))
+		}
+	}
+	if len(lens) > 0 {
+		fmt.Fprintf(&b, "map[string]int{%s}\n", strings.Join(lens, ", "))
+	}
+
+	// The values of fields with few distinct values.
+	var small []string
+	for _, f := range files {
+		t := tables[f]
+		if t == nil {
+			continue
+		}
+		for i, c := range f.columns {
+			switch {
+			case f.small[c.key] == nil:
+			case t.typ != "" && t.types[i] == "string":
+				small = append(small, fmt.Sprintf("fmt.Println(%q, distinct(len(%s), func(i int) string { return %s[i].%s }))",
+					f.ident+"."+t.fields[i]+":", f.ident, f.ident, t.fields[i]))
+			case t.typ == "" && len(c.kinds) == 1 && c.kinds["string"] && c.present == f.n:
+				// Every record has the key, with a string.
+				small = append(small, fmt.Sprintf("fmt.Println(%q, distinct(len(%s), func(i int) string { return %s[i][%q].(string) }))",
+					f.ident+"."+c.key+":", f.ident, f.ident, c.key))
+			}
+		}
+	}
+	if len(small) > 0 {
+		b.WriteString(`// %%
+// distinct returns the distinct values of n records, sorted.
+func distinct(n int, value func(i int) string) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for i := 0; i < n; i++ {
+		if v := value(i); !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+`)
+		b.WriteString(strings.Join(small, "\n") + "\n")
+	}
+
+	// The last records, and a look at the other JSON.
+	keysHelper := false
+	for _, f := range files {
+		switch {
+		case f.table:
+			fmt.Fprintf(&b, "// %%%%\nfmt.Printf(\"%%+v\\n\", %s[len(%s)-1])\n", f.ident, f.ident)
+		case f.kind == "dict":
+			b.WriteString("// %%\n")
+			if !keysHelper {
+				b.WriteString(`// sortedKeys returns the first limit keys of m, sorted.
+func sortedKeys(m map[string]any, limit int) []string {
+	keys := []string{}
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) > limit {
+		keys = keys[:limit]
+	}
+	return keys
+}
+
+`)
+				keysHelper = true
+			}
+			fmt.Fprintf(&b, "sortedKeys(%s, 20)\n", f.ident)
+		case f.kind == "list" && f.n > 3:
+			fmt.Fprintf(&b, "// %%%%\n%s[:3]\n", f.ident)
+		default:
+			fmt.Fprintf(&b, "// %%%%\n%s\n", f.ident)
+		}
+	}
+	return []byte(b.String())
 }

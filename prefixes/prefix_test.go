@@ -15,6 +15,7 @@ import (
 	"github.com/ctxcode/ctxcode/datasets"
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/session"
 )
 
 func TestParse(t *testing.T) {
@@ -67,6 +68,22 @@ func TestLoad(t *testing.T) {
 	p, err = prefixes.Load(f)
 	require.NoError(t, err)
 	assert.Equal(t, "mine", p.Name)
+
+	// A notebook is a prefix too: its code cells.
+	pm, err := prefixes.Load("pm")
+	require.NoError(t, err)
+	var cells []session.Cell
+	for _, c := range pm.Cells {
+		cells = append(cells, session.Cell{Code: c.Code})
+	}
+	nb, err := prefixes.ExportNotebook(pm, cells)
+	require.NoError(t, err)
+	f = filepath.Join(t.TempDir(), "pm.ipynb")
+	require.NoError(t, os.WriteFile(f, nb, 0o644))
+	p, err = prefixes.Load(f)
+	require.NoError(t, err)
+	assert.Equal(t, len(pm.Cells), len(p.Cells))
+	assert.Equal(t, pm.Rules, p.Rules)
 }
 
 func startPython(t *testing.T, dataDir string) kernel.Kernel {
@@ -194,8 +211,8 @@ func TestInit(t *testing.T) {
 	_, skipped, err = prefixes.Init(t.TempDir(), kernel.Python)
 	assert.ErrorContains(t, err, "no loadable file")
 	assert.Empty(t, skipped)
-	_, _, err = prefixes.Init(dir, kernel.Go)
-	assert.ErrorContains(t, err, "not available yet")
+	_, _, err = prefixes.Init(dir, kernel.Language("ruby"))
+	assert.ErrorContains(t, err, "writes python and go prefixes")
 }
 
 func TestSkillDocument(t *testing.T) {
