@@ -19,15 +19,18 @@ image: build
 	@if docker info >/dev/null 2>&1; then $(BIN) sandbox build; \
 	else echo "make: Docker is not reachable: no kernel image (Docker tests skip, or fail in CI)"; fi
 
-# The main job. Until the agent lands: generate the xl dataset once, list its
-# graded tasks, and run a demo session over it, in the Docker sandbox when
-# Docker is reachable, on this host otherwise.
-DEMO := .cache/pm-xl-1
+# The main job. With a model configured ($OPENAI_API_KEY or $OPENAI_BASE_URL;
+# --model from $CTXCODE_MODEL), ask it QUESTION about the built-in data.
+# Without one, run the offline reference model over every built-in task in
+# both modes and print accuracy and cost per mode: the harness's cost floor.
+QUESTION ?= How many tasks are blocked?
 run: setup image
-	@test -f $(DEMO)/manifest.json || $(BIN) data gen --tier xl --seed 1 --out $(DEMO)
-	$(BIN) tasks --data $(DEMO) | head -8
-	@if docker info >/dev/null 2>&1; then sb=docker; else sb=local; fi; \
-	$(BIN) exec --sandbox $$sb --data $(DEMO) < testdata/demo-session.py
+	@if [ -n "$$OPENAI_API_KEY$$OPENAI_BASE_URL" ]; then \
+	  $(BIN) ask "$(QUESTION)"; \
+	else \
+	  echo "make: no OPENAI_API_KEY or OPENAI_BASE_URL set: running the offline reference model over every built-in task"; \
+	  $(BIN) ask --model reference --task all --mode loop,oneshot; \
+	fi
 
 # Packages run one at a time (-p 1): the sandbox and CLI tests each make
 # orphaned containers on purpose and check that a prune removes them, and a

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/docker/docker v28.5.2+incompatible
+	github.com/sashabaranov/go-openai v1.43.0
 	github.com/stretchr/testify v1.12.1
 	github.com/tiktoken-go/tokenizer v0.10.0
 	github.com/traefik/yaegi v0.16.1

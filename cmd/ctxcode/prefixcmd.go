@@ -29,7 +29,8 @@ const prefixUsage = `Usage:
                                                 print a notebook's code cells as a percent-format prefix
                                                 (outputs are dropped: a build recomputes them)
 
-P is a built-in prefix (` + "`pm`" + `) or a percent-format file (cells separated by "# %%" lines).
+P is a built-in prefix (pm, pm-nobind, pm-go), a percent-format file (cells separated by
+"# %%" lines) or a Jupyter notebook (.ipynb).
 Every output in a transcript comes from a real kernel; nothing is written by hand.
 `
 

@@ -26,6 +26,12 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
+// noAnswerError is a run that ended without an answer within its budget:
+// exit code 3.
+type noAnswerError struct{ msg string }
+
+func (e *noAnswerError) Error() string { return e.msg }
+
 const rootUsage = `ctxcode answers questions about data by running an LLM's messages as cells
 of a live notebook session.
 
@@ -33,6 +39,7 @@ Usage:
   ctxcode <command> [flags]
 
 Commands:
+  ask       ask a model a question about data; it answers by running cells in a live session
   data      generate a project-management dataset (data gen)
   exec      run cells in a fresh kernel and print them IPython style
   sandbox   build the kernel image, check Docker, remove leftover containers
@@ -67,6 +74,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runTasks(ctx, rest, stdout, stderr)
 	case "prefix":
 		err = runPrefix(ctx, rest, stdout, stderr)
+	case "ask":
+		err = runAsk(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "ctxcode", version)
 	case "help", "-h", "-help", "--help":
@@ -89,6 +98,9 @@ func report(err error, stderr io.Writer) int {
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "ctxcode: %s\n", strings.TrimRight(ue.msg, "\n"))
 		return exitUsage
+	case errors.As(err, new(*noAnswerError)):
+		fmt.Fprintf(stderr, "ctxcode: %v\n", err)
+		return exitNoAnswer
 	default:
 		fmt.Fprintf(stderr, "ctxcode: %v\n", err)
 		return exitInfra

@@ -15,7 +15,10 @@ import (
 
 // sandboxFlags are the flags of every command that starts kernels.
 type sandboxFlags struct {
-	kind         string // "", "docker" or "local"
+	kind string // "", "docker" or "local"
+	// hostFallback lets the default (no --sandbox) run on this host when
+	// Docker is unreachable: only for code ctxcode itself wrote.
+	hostFallback bool
 	image        string
 	network      string
 	memory       byteSize
@@ -75,6 +78,10 @@ func (s *sandboxFlags) transport(ctx context.Context, lang kernel.Language, data
 	}
 	cli, err := sandbox.Connect(ctx)
 	if err != nil {
+		if s.kind == "" && s.hostFallback {
+			fmt.Fprintf(stderr, "ctxcode: Docker is not reachable (%v);\nctxcode: the reference model runs ctxcode's own solutions, so they run on this host\n", err)
+			return s.local(lang, dataDir)
+		}
 		if s.kind == "" {
 			return nil, noop, fmt.Errorf("%w\n(cells are never run on this host unless you say so with --sandbox local)", err)
 		}

@@ -1,0 +1,632 @@
+// Package agent runs a model inside a live session until executed code
+// answers the question.
+//
+// The bare loop (condition D): render the session in the bare protocol, ask
+// the model, run its message as the next cell, append the cell's output as
+// the next user message, and so on until executed code calls ANSWER(value).
+// The eval loop (B, B0) is the same with one eval(code) tool. The one-shot
+// mode (C) makes one request in the transcript protocol, runs the one code
+// block of the reply once, and stops: no retry, no second call.
+//
+// What the loop does for the model, always disclosed in a note that begins
+// the cell's output:
+//   - repairs of obvious mistakes: Markdown fences, prose around a single
+//     code block, interpreter prompts. It never rewrites what code means.
+//   - a cell identical to an earlier one is not run again; the note points
+//     to the earlier output.
+//   - a kernel that dies (out of memory, exit, hard timeout) is restarted,
+//     the prefix is built again, and the note says what is bound again and
+//     what was lost; at most MaxRestarts times per run.
+//
+// A message that is "ANSWER: <value>" in plain text ends the run too, but
+// the answer is marked unexecuted: it did not come from code that ran.
+// Budgets (turns, prompt tokens) end a run with their own status, never a
+// crash. Everything is written to the Trajectory as it happens.
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/llm"
+	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/session"
+)
+
+// Mode is how the model works: in a loop, or in one shot.
+type Mode string
+
+// Modes.
+const (
+	Loop    Mode = "loop"    // D: the bare completion loop
+	OneShot Mode = "oneshot" // C: one request, one code block, run once
+)
+
+// ParseMode reads a mode name.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case Loop, OneShot:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("unknown mode %q: expected loop or oneshot", s)
+}
+
+// Protocol is the protocol of the mode: bare for the loop, transcript for
+// one shot.
+func (m Mode) Protocol() session.Protocol {
+	if m == OneShot {
+		return session.TranscriptText
+	}
+	return session.Bare
+}
+
+// Config holds a run's budgets. The zero value of each field means its
+// default.
+type Config struct {
+	// Protocol is bare (D, the default) or eval (B, B0) for the loop, and
+	// transcript (C) for one shot.
+	Protocol session.Protocol
+	// MaxTurns is the most model calls in a run; default 12.
+	MaxTurns int
+	// MaxPromptTokens is the most prompt tokens summed over the run's calls;
+	// default 200,000. A call that would pass it is not made.
+	MaxPromptTokens int
+	// MaxOutputTokens is the model's limit per call, recorded here; the
+	// model enforces it.
+	MaxOutputTokens int
+	// CellTimeout is the soft time limit of one cell; default 30 s.
+	CellTimeout time.Duration
+	// OutputBudget is how many characters of a cell's output the model
+	// reads; default session.DefaultBudget, negative for no limit.
+	OutputBudget int
+	// MaxRestarts is how often a dead kernel is restarted in one run;
+	// default 3, negative for never.
+	MaxRestarts int
+	// Encoding counts tokens for the prompt budget before a call.
+	Encoding session.Encoding
+}
+
+// DefaultConfig is the bare loop with every default budget.
+func DefaultConfig() Config {
+	return Config{
+		Protocol:        session.Bare,
+		MaxTurns:        12,
+		MaxPromptTokens: 200_000,
+		CellTimeout:     kernel.DefaultTimeout,
+		OutputBudget:    session.DefaultBudget,
+		MaxRestarts:     3,
+		Encoding:        session.O200kBase,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Protocol == "" {
+		c.Protocol = d.Protocol
+	}
+	if c.MaxTurns <= 0 {
+		c.MaxTurns = d.MaxTurns
+	}
+	if c.MaxPromptTokens <= 0 {
+		c.MaxPromptTokens = d.MaxPromptTokens
+	}
+	if c.CellTimeout <= 0 {
+		c.CellTimeout = d.CellTimeout
+	}
+	if c.OutputBudget == 0 {
+		c.OutputBudget = d.OutputBudget
+	}
+	if c.MaxRestarts == 0 {
+		c.MaxRestarts = d.MaxRestarts
+	}
+	if c.Encoding == "" {
+		c.Encoding = d.Encoding
+	}
+	return c
+}
+
+// Status is how a run ended.
+type Status string
+
+// Statuses.
+const (
+	Answered        Status = "answered"                // an answer: executed, or stated (unexecuted)
+	NoAnswer        Status = "no_answer"               // the model stopped, or one shot ran without ANSWER
+	MaxTurns        Status = "max_turns"               // the turn budget ran out
+	MaxPromptTokens Status = "max_prompt_tokens"       // the prompt-token budget ran out
+	ContextLength   Status = "context_length_exceeded" // the model's context window was too small
+	KernelFailed    Status = "kernel_failed"           // the kernel died more often than MaxRestarts
+	ModelFailed     Status = "model_error"             // the model's API failed
+)
+
+// Answer sources.
+const (
+	Executed   = "executed"   // ANSWER(value) ran in the kernel
+	Unexecuted = "unexecuted" // the model wrote "ANSWER: <value>" as text
+)
+
+// Result is what a run produced and what it cost.
+type Result struct {
+	Status       Status
+	Answer       string // the value as JSON (executed) or the text the model wrote (unexecuted)
+	AnswerSource string // Executed, Unexecuted, or "" without an answer
+	Turns        int    // model calls
+	Usage        llm.Usage
+	Wall         time.Duration
+	Cells        []session.Cell // the cells of the run, after the prefix
+	Restarts     int
+	Err          error // the cause, for ModelFailed and KernelFailed
+}
+
+// Session is where a run works: a kernel, the prefix and its built cells.
+type Session struct {
+	Kernel kernel.Kernel
+	Prefix *prefixes.Prefix
+	// Cells is the built prefix; Run builds it in Kernel when nil.
+	Cells []session.Cell
+}
+
+// Info is what the caller knows about a run, for the trajectory's header.
+type Info struct {
+	Model    string `json:"model"`
+	BaseURL  string `json:"base_url,omitempty"`
+	Task     string `json:"task,omitempty"`
+	Data     any    `json:"data,omitempty"` // the data set's manifest
+	Question string `json:"question"`
+}
+
+// Observer hears about a run's progress (for a progress line); nil is fine.
+type Observer interface {
+	Progress(turn int, usage llm.Usage, running string)
+}
+
+// Run asks model the question in s, in the mode of cfg.Protocol, and
+// returns what happened. Failures of the model, the kernel or the budgets
+// are a Result's Status; the error is for a cancelled context and a prefix
+// that does not build.
+func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info, tr *Trajectory, obs Observer) (*Result, error) {
+	cfg = cfg.withDefaults()
+	r := &runner{s: s, model: model, cfg: cfg, tr: tr, obs: obs, res: &Result{}, started: time.Now()}
+	switch cfg.Protocol {
+	case session.Bare, session.Eval, session.TranscriptText:
+	default:
+		return nil, fmt.Errorf("protocol %s: the agent runs bare and eval loops and the transcript one shot", cfg.Protocol)
+	}
+	tr.Emit("run", struct {
+		Info
+		Protocol session.Protocol `json:"protocol"`
+		Prefix   prefixInfo       `json:"prefix"`
+		Budgets  budgets          `json:"budgets"`
+	}{info, cfg.Protocol, prefixInfoOf(s.Prefix), budgetsOf(cfg)})
+	if s.Cells == nil {
+		cells, err := prefixes.Build(ctx, s.Kernel, s.Prefix, r.execOptions())
+		if err != nil {
+			return nil, err
+		}
+		s.Cells = cells
+	}
+	tr.Emit("prefix", struct {
+		Cells int `json:"cells"`
+	}{len(s.Cells)})
+	r.in = s.Prefix.Input(s.Cells, info.Question)
+	r.in.Budget = cfg.OutputBudget
+	var err error
+	if cfg.Protocol == session.TranscriptText {
+		err = r.oneShot(ctx)
+	} else {
+		err = r.loop(ctx)
+	}
+	r.res.Wall = time.Since(r.started)
+	r.res.Cells = r.in.New
+	if err != nil {
+		return r.res, err
+	}
+	end := struct {
+		Status        Status `json:"status"`
+		Answer        string `json:"answer,omitempty"`
+		AnswerSource  string `json:"answer_source,omitempty"`
+		Turns         int    `json:"turns"`
+		ContextTokens int    `json:"context_tokens"`
+		OutputTokens  int    `json:"output_tokens"`
+		CachedTokens  int    `json:"cached_tokens"`
+		Estimated     bool   `json:"estimated"`
+		Restarts      int    `json:"restarts"`
+		WallMS        int64  `json:"wall_ms"`
+		Error         string `json:"error,omitempty"`
+	}{r.res.Status, r.res.Answer, r.res.AnswerSource, r.res.Turns, r.res.Usage.PromptTokens, r.res.Usage.CompletionTokens,
+		r.res.Usage.CachedTokens, r.res.Usage.Estimated, r.res.Restarts, r.res.Wall.Milliseconds(), ""}
+	if r.res.Err != nil {
+		end.Error = r.res.Err.Error()
+	}
+	tr.Emit("end", end)
+	return r.res, nil
+}
+
+type prefixInfo struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	SHA256 string `json:"sha256"` // of the cells' code
+	Cells  int    `json:"cells"`
+}
+
+func prefixInfoOf(p *prefixes.Prefix) prefixInfo {
+	h := sha256.New()
+	for _, c := range p.Cells {
+		h.Write([]byte(c.Code))
+		h.Write([]byte{0})
+	}
+	return prefixInfo{p.Name, p.Source, hex.EncodeToString(h.Sum(nil)), len(p.Cells)}
+}
+
+type budgets struct {
+	MaxTurns        int   `json:"max_turns"`
+	MaxPromptTokens int   `json:"max_prompt_tokens"`
+	MaxOutputTokens int   `json:"max_output_tokens,omitempty"`
+	CellTimeoutMS   int64 `json:"cell_timeout_ms"`
+	OutputBudget    int   `json:"output_budget"`
+	MaxRestarts     int   `json:"max_restarts"`
+}
+
+func budgetsOf(c Config) budgets {
+	return budgets{c.MaxTurns, c.MaxPromptTokens, c.MaxOutputTokens, c.CellTimeout.Milliseconds(), c.OutputBudget, c.MaxRestarts}
+}
+
+type runner struct {
+	s       *Session
+	model   llm.Model
+	cfg     Config
+	tr      *Trajectory
+	obs     Observer
+	res     *Result
+	in      session.Input
+	started time.Time
+}
+
+func (r *runner) execOptions() kernel.ExecOptions {
+	return kernel.ExecOptions{Timeout: r.cfg.CellTimeout}
+}
+
+func (r *runner) progress(running string) {
+	if r.obs != nil {
+		r.obs.Progress(r.res.Turns, r.res.Usage, running)
+	}
+}
+
+// call makes one model call within the budgets; ok is false when the run
+// ended (its status is set).
+func (r *runner) call(ctx context.Context) (reply llm.Reply, ok bool, err error) {
+	if r.res.Turns >= r.cfg.MaxTurns {
+		r.res.Status = MaxTurns
+		return reply, false, nil
+	}
+	req, err := session.Render(r.cfg.Protocol, r.in)
+	if err != nil {
+		return reply, false, err
+	}
+	estimate, err := session.CountRequest(r.cfg.Encoding, req)
+	if err != nil {
+		return reply, false, err
+	}
+	if r.res.Usage.PromptTokens+estimate > r.cfg.MaxPromptTokens {
+		r.res.Status = MaxPromptTokens
+		r.res.Err = fmt.Errorf("the next request (about %d tokens) would take the run past its budget of %d prompt tokens (%d used)",
+			estimate, r.cfg.MaxPromptTokens, r.res.Usage.PromptTokens)
+		return reply, false, nil
+	}
+	r.res.Turns++
+	r.progress("waiting for the model")
+	reply, err = r.model.Complete(ctx, req)
+	ev := callEvent{Turn: r.res.Turns, Messages: len(req.Messages), RequestTokens: estimate}
+	if err != nil {
+		if ctx.Err() != nil {
+			return reply, false, ctx.Err()
+		}
+		ev.Error = err.Error()
+		r.tr.Emit("call", ev)
+		r.res.Err = err
+		r.res.Status = ModelFailed
+		if errors.Is(err, llm.ErrContextLength) {
+			r.res.Status = ContextLength
+		}
+		return reply, false, nil
+	}
+	r.res.Usage.Add(reply.Usage)
+	ev.Usage, ev.LatencyMS, ev.Attempts, ev.WaitedMS = reply.Usage, reply.Latency.Milliseconds(), reply.Attempts, reply.Waited.Milliseconds()
+	ev.FinishReason, ev.Content, ev.ToolCalls = reply.FinishReason, reply.Content, reply.ToolCalls
+	r.tr.Emit("call", ev)
+	return reply, true, nil
+}
+
+type callEvent struct {
+	Turn          int                `json:"turn"`
+	Messages      int                `json:"request_messages"`
+	RequestTokens int                `json:"request_tokens_estimate"`
+	Usage         llm.Usage          `json:"usage"`
+	LatencyMS     int64              `json:"latency_ms"`
+	Attempts      int                `json:"attempts,omitempty"`
+	WaitedMS      int64              `json:"waited_ms,omitempty"`
+	FinishReason  string             `json:"finish_reason,omitempty"`
+	Content       string             `json:"content,omitempty"`
+	ToolCalls     []session.ToolCall `json:"tool_calls,omitempty"`
+	Error         string             `json:"error,omitempty"`
+}
+
+func (r *runner) loop(ctx context.Context) error {
+	for {
+		reply, ok, err := r.call(ctx)
+		if err != nil || !ok {
+			return err
+		}
+		if r.cfg.Protocol == session.Eval {
+			if len(reply.ToolCalls) == 0 {
+				// A message without a call ends an eval loop.
+				r.finishText(reply.Content)
+				return nil
+			}
+			for _, call := range reply.ToolCalls {
+				done, err := r.evalCall(ctx, reply.Content, call)
+				if err != nil || done {
+					return err
+				}
+				reply.Content = "" // said once, with the first call
+			}
+			continue
+		}
+		if v, ok := textAnswer(reply.Content); ok {
+			r.answer(v, Unexecuted)
+			return nil
+		}
+		code, notes := repairCell(reply.Content)
+		c := session.Cell{Code: code, Notes: notes, From: session.FromModel}
+		if len(notes) > 0 {
+			c.Reply = reply.Content
+		}
+		if strings.TrimSpace(code) == "" {
+			c.Reply = reply.Content
+			c.Notes = append(c.Notes, "your message has no code: send the next cell as code only, or call ANSWER(value) in code")
+			r.add(c, 0)
+			continue
+		}
+		done, err := r.runCell(ctx, c)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// evalCall runs one eval tool call as a cell.
+func (r *runner) evalCall(ctx context.Context, said string, call session.ToolCall) (bool, error) {
+	c := session.Cell{From: session.FromModel, Reply: said, Call: &call}
+	args := map[string]any{}
+	code, isString := "", false
+	if err := json.Unmarshal([]byte(call.Arguments), &args); err == nil {
+		code, isString = args["code"].(string)
+	}
+	switch {
+	case call.Name != "eval":
+		c.Notes = []string{fmt.Sprintf("there is no tool %q; the one tool is eval(code)", call.Name)}
+	case !isString:
+		c.Notes = []string{`the arguments must be a JSON object {"code": "<the cell>"}`}
+	}
+	if c.Notes != nil {
+		r.add(c, 0)
+		return false, nil
+	}
+	c.Code = code
+	return r.runCell(ctx, c)
+}
+
+// runCell runs c unless it repeats an earlier cell; done is true when the
+// run ended (an answer, or a kernel that cannot be kept alive).
+func (r *runner) runCell(ctx context.Context, c session.Cell) (done bool, err error) {
+	if n, ok := r.earlier(c.Code); ok {
+		c.Notes = append(c.Notes, fmt.Sprintf("this cell is the same as In [%d] and was not run again; its output is above", n))
+		r.add(c, n)
+		return false, nil
+	}
+	r.progress(firstLine(c.Code))
+	res, err := r.s.Kernel.Execute(ctx, c.Code, r.execOptions())
+	if err != nil {
+		if ctx.Err() != nil {
+			return true, ctx.Err()
+		}
+		return r.restart(ctx, c, err)
+	}
+	c.Result = res
+	if res.Status == kernel.StatusError && res.Error != nil && res.Error.Name == "SyntaxError" && looksLikeProse(c.Code) {
+		c.Notes = append(c.Notes, "your message runs as code: send only code, no prose; to answer, call ANSWER(value) in code")
+	}
+	r.add(c, 0)
+	if res.Answered() {
+		r.answer(string(res.Answer), Executed)
+		return true, nil
+	}
+	return false, nil
+}
+
+// restart brings a dead kernel back with the prefix built again, and tells
+// the model in the cell's output what happened.
+func (r *runner) restart(ctx context.Context, c session.Cell, cause error) (bool, error) {
+	r.res.Restarts++
+	why := clip(cause.Error(), 400)
+	if r.cfg.MaxRestarts < 0 || r.res.Restarts > r.cfg.MaxRestarts {
+		c.Notes = append(c.Notes, "the kernel died: "+why)
+		r.add(c, 0)
+		r.res.Status = KernelFailed
+		r.res.Err = fmt.Errorf("the kernel died %d times, more than the %d restarts a run may make; last: %w", r.res.Restarts, max(r.cfg.MaxRestarts, 0), cause)
+		return true, nil
+	}
+	r.progress("restarting the kernel")
+	note := "the kernel died (" + why + ") and was restarted"
+	err := r.s.Kernel.Restart(ctx)
+	if err == nil {
+		_, err = prefixes.Build(ctx, r.s.Kernel, r.s.Prefix, r.execOptions())
+	}
+	r.tr.Emit("restart", struct {
+		Restarts int    `json:"restarts"`
+		Cause    string `json:"cause"`
+		Error    string `json:"error,omitempty"`
+	}{r.res.Restarts, cause.Error(), errString(err)})
+	if err != nil {
+		if ctx.Err() != nil {
+			return true, ctx.Err()
+		}
+		c.Notes = append(c.Notes, note+", but the session could not be rebuilt")
+		r.add(c, 0)
+		r.res.Status = KernelFailed
+		r.res.Err = fmt.Errorf("restart the kernel: %w", err)
+		return true, nil
+	}
+	note += fmt.Sprintf("; the prefix ran again (%d cells), so what it bound is back", len(r.s.Prefix.Cells))
+	if names := r.boundNames(ctx); names != "" {
+		note += " (" + names + ")"
+	}
+	note += "; everything the cells after it defined is lost: compute it again"
+	c.Notes = append(c.Notes, note)
+	r.add(c, 0)
+	return false, nil
+}
+
+// boundNames lists the names bound in a Python kernel, for the note after a
+// restart; "" when they cannot be listed.
+func (r *runner) boundNames(ctx context.Context) string {
+	if r.s.Kernel.Language() != kernel.Python {
+		return ""
+	}
+	res, err := r.s.Kernel.Execute(ctx, "print(', '.join(sorted(n for n in globals() if not n.startswith('_') "+
+		"and n not in ('In', 'Out', 'exit', 'quit', 'get_ipython', 'ANSWER', 'display', 'open'))))", r.execOptions())
+	if err != nil || res.Status != kernel.StatusOK {
+		return ""
+	}
+	return clip(strings.TrimSpace(res.Stdout), 300)
+}
+
+// earlier finds an earlier cell (of the prefix or of this run) with the
+// same code, and its execution count.
+func (r *runner) earlier(code string) (int, bool) {
+	code = strings.TrimSpace(code)
+	for _, cells := range [][]session.Cell{r.in.Transcript.Cells, r.in.New} {
+		for _, c := range cells {
+			if c.Result.Count > 0 && strings.TrimSpace(c.Code) == code {
+				return c.Result.Count, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// add appends a cell to the run and writes its event.
+func (r *runner) add(c session.Cell, repeatOf int) {
+	r.in.New = append(r.in.New, c)
+	lang := r.in.Transcript.Language
+	r.tr.Emit("cell", struct {
+		Turn         int             `json:"turn"`
+		Count        int             `json:"count,omitempty"`
+		Code         string          `json:"code"`
+		Reply        string          `json:"reply,omitempty"`
+		Notes        []string        `json:"notes,omitempty"`
+		RepeatOf     int             `json:"repeat_of,omitempty"`
+		Status       kernel.Status   `json:"status,omitempty"`
+		Output       string          `json:"output"`
+		DroppedBytes int64           `json:"dropped_bytes,omitempty"`
+		ElapsedMS    int64           `json:"elapsed_ms"`
+		Answer       json.RawMessage `json:"answer,omitempty"`
+	}{r.res.Turns, c.Result.Count, c.Code, c.Reply, c.Notes, repeatOf, c.Result.Status, c.Output(lang, r.cfg.OutputBudget),
+		c.Result.DroppedBytes, c.Result.ElapsedMS, c.Result.Answer})
+}
+
+func (r *runner) answer(value, source string) {
+	r.res.Status, r.res.Answer, r.res.AnswerSource = Answered, value, source
+	r.tr.Emit("answer", struct {
+		Value  string `json:"value"`
+		Source string `json:"source"`
+	}{value, source})
+}
+
+// finishText ends a run on a message without code: a stated answer, or none.
+func (r *runner) finishText(text string) {
+	if v, ok := textAnswer(text); ok {
+		r.answer(v, Unexecuted)
+		return
+	}
+	r.res.Status = NoAnswer
+}
+
+// oneShot makes one request in the transcript protocol and runs the one
+// code block of the reply once.
+func (r *runner) oneShot(ctx context.Context) error {
+	reply, ok, err := r.call(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	if v, ok := textAnswer(reply.Content); ok {
+		r.answer(v, Unexecuted)
+		return nil
+	}
+	code, notes := oneShotCode(reply.Content)
+	c := session.Cell{Code: code, Notes: notes, Reply: reply.Content, From: session.FromModel}
+	if strings.TrimSpace(code) == "" {
+		c.Notes = append(c.Notes, "the reply has no code")
+		r.add(c, 0)
+		r.res.Status = NoAnswer
+		return nil
+	}
+	r.progress(firstLine(code))
+	res, err := r.s.Kernel.Execute(ctx, code, r.execOptions())
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		c.Notes = append(c.Notes, "the kernel died: "+clip(err.Error(), 400))
+		r.add(c, 0)
+		r.res.Status = NoAnswer
+		r.res.Err = err
+		return nil
+	}
+	c.Result = res
+	r.add(c, 0)
+	if res.Answered() {
+		r.answer(string(res.Answer), Executed)
+		return nil
+	}
+	r.res.Status = NoAnswer
+	return nil
+}
+
+func looksLikeProse(code string) bool {
+	line := strings.TrimSpace(firstLine(code))
+	if line == "" || strings.ContainsAny(line, "()[]{}=#") {
+		return false
+	}
+	return len(strings.Fields(line)) >= 3
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,340 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/agent"
+	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/llm"
+	"github.com/ctxcode/ctxcode/llm/llmtest"
+	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/session"
+)
+
+func strict() bool { return os.Getenv("CI") != "" || os.Getenv("CTXCODE_REQUIRE_DOCKER") == "1" }
+
+// pmData writes the s tier (seed 1) once per test binary.
+var pmDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ctxcode-agent-test-")
+	if err != nil {
+		panic(err)
+	}
+	tier, _ := datasets.ParseTier("s")
+	if _, err := datasets.Generate(tier, 1).Write(dir, true); err != nil {
+		panic(err)
+	}
+	pmDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func startPython(t *testing.T) kernel.Kernel {
+	t.Helper()
+	python, err := kernel.FindPython(os.Getenv("CTXCODE_PYTHON"))
+	if err != nil {
+		if strict() {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	tr, err := kernel.NewLocalPython(python, false, kernel.LocalConfig{DataDir: pmDir})
+	require.NoError(t, err)
+	k, err := kernel.Start(context.Background(), kernel.Python, tr, kernel.ClientOptions{Grace: time.Second})
+	if k != nil {
+		t.Cleanup(func() { _ = k.Close() })
+	}
+	require.NoError(t, err)
+	return k
+}
+
+// pmSession is a fresh kernel with the pm prefix built over the s tier.
+func pmSession(t *testing.T, name string) *agent.Session {
+	t.Helper()
+	k := startPython(t)
+	p, err := prefixes.Load(name)
+	require.NoError(t, err)
+	cells, err := prefixes.Build(context.Background(), k, p, kernel.ExecOptions{Timeout: time.Minute})
+	require.NoError(t, err)
+	return &agent.Session{Kernel: k, Prefix: p, Cells: cells}
+}
+
+func openAI(t *testing.T, srv *llmtest.Server) llm.Model {
+	t.Helper()
+	cfg := llm.DefaultConfig()
+	cfg.Model = "scripted"
+	cfg.BaseURL = srv.URL
+	cfg.APIKey = "sk-test-secret-key"
+	cfg.RetryBase = 5 * time.Millisecond
+	cfg.RetryMax = 50 * time.Millisecond
+	cfg.Timeout = 5 * time.Second
+	m, err := llm.NewOpenAI(cfg)
+	require.NoError(t, err)
+	return m
+}
+
+type runOut struct {
+	res    *agent.Result
+	events []map[string]any
+	raw    string
+}
+
+func run(t *testing.T, s *agent.Session, m llm.Model, cfg agent.Config, question string) runOut {
+	t.Helper()
+	var buf bytes.Buffer
+	tr := agent.NewTrajectory(&buf)
+	res, err := agent.Run(context.Background(), s, m, cfg, agent.Info{Model: m.Name(), Question: question}, tr, nil)
+	require.NoError(t, err)
+	require.NoError(t, tr.Err())
+	out := runOut{res: res, raw: buf.String()}
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		ev := map[string]any{}
+		require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
+		out.events = append(out.events, ev)
+	}
+	return out
+}
+
+func (o runOut) types() []string {
+	var ts []string
+	for _, e := range o.events {
+		ts = append(ts, e["type"].(string))
+	}
+	return ts
+}
+
+func (o runOut) cells() []map[string]any {
+	var cs []map[string]any
+	for _, e := range o.events {
+		if e["type"] == "cell" {
+			cs = append(cs, e)
+		}
+	}
+	return cs
+}
+
+func lastUser(r llmtest.Request) string {
+	m := r.Body.Messages
+	return m[len(m)-1].Content
+}
+
+const blockedQ = "How many tasks are blocked?"
+
+func TestBareLoopSuccess(t *testing.T) {
+	srv := llmtest.NewServer(t,
+		llmtest.Reply{Content: "blocked = [t for t in tasks if t['status'] == 'blocked']\nlen(blocked)",
+			Usage: &llmtest.Usage{Prompt: 700, Completion: 20, Cached: 640}},
+		llmtest.Reply{Content: "ANSWER(len(blocked))", Usage: &llmtest.Usage{Prompt: 760, Completion: 8, Cached: 700, Reasoning: 3}},
+	)
+	s := pmSession(t, "pm")
+	out := run(t, s, openAI(t, srv), agent.Config{}, blockedQ)
+
+	res := out.res
+	assert.Equal(t, agent.Answered, res.Status)
+	assert.Equal(t, agent.Executed, res.AnswerSource)
+	assert.Equal(t, 2, res.Turns)
+	assert.Equal(t, llm.Usage{PromptTokens: 1460, CompletionTokens: 28, CachedTokens: 1340, ReasoningTokens: 3}, res.Usage,
+		"the totals are the sums the server reported")
+
+	reqs := srv.Requests()
+	require.Len(t, reqs, 2)
+	first, second := reqs[0].Body.Messages, reqs[1].Body.Messages
+	assert.Equal(t, "system", first[0].Role)
+	assert.Equal(t, blockedQ, lastUser(reqs[0]))
+	assert.Equal(t, first, second[:len(first)], "the second request extends the first")
+	assert.Equal(t, "assistant", second[len(first)].Role)
+	n := res.Cells[0].Result.Count
+	assert.Equal(t, "Out["+itoa(n)+"]: "+res.Answer, lastUser(reqs[1]), "the cell's real output is the next user message")
+	assert.Equal(t, []string{"run", "prefix", "call", "cell", "call", "cell", "answer", "end"}, out.types())
+	assert.NotContains(t, out.raw, "sk-test-secret-key", "the key never reaches the trajectory")
+	assert.Equal(t, "Bearer sk-test-secret-key", reqs[0].Header.Get("Authorization"))
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestBareLoopRepairsAndNotes(t *testing.T) {
+	fenced := "Let me count the teams first.\n```python\nlen(teams)\n```"
+	srv := llmtest.NewServer(t,
+		llmtest.Text(fenced, 700, 20),
+		llmtest.Text("I think about five tasks are blocked here.", 760, 10),
+		llmtest.Text("len(teams)", 800, 5),
+		llmtest.Text(">>> ANSWER(len(teams))", 840, 5),
+	)
+	s := pmSession(t, "pm")
+	out := run(t, s, openAI(t, srv), agent.Config{}, "How many teams are there?")
+	require.Equal(t, agent.Answered, out.res.Status)
+	assert.Equal(t, "3", out.res.Answer)
+
+	reqs := srv.Requests()
+	require.Len(t, reqs, 4)
+	// Turn 1: the fences and the prose went; the model's message is replayed as sent.
+	msgs := reqs[1].Body.Messages
+	assert.Equal(t, fenced, msgs[len(msgs)-2].Content)
+	assert.Equal(t, "[ctxcode: removed the Markdown fences around your code]\n"+
+		"[ctxcode: removed the prose around the code block; only the code runs]\nOut[7]: 3", lastUser(reqs[1]))
+	// Turn 2: prose runs as code; the SyntaxError is real and the note says why.
+	assert.Contains(t, lastUser(reqs[2]), "SyntaxError")
+	assert.Contains(t, lastUser(reqs[2]), "[ctxcode: your message runs as code: send only code")
+	// Turn 3: a repeat of cell 7 is not run again.
+	assert.Equal(t, "[ctxcode: this cell is the same as In [7] and was not run again; its output is above]", lastUser(reqs[3]))
+	cells := out.cells()
+	require.Len(t, cells, 4)
+	assert.EqualValues(t, 7, cells[2]["repeat_of"])
+	assert.Contains(t, cells[3]["notes"], "removed the interpreter prompts (In [n]:, >>>, ...) before the lines")
+}
+
+func TestBareLoopStatedAnswerIsUnexecuted(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Text("ANSWER: 42", 700, 4))
+	out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{}, blockedQ)
+	assert.Equal(t, agent.Answered, out.res.Status)
+	assert.Equal(t, agent.Unexecuted, out.res.AnswerSource)
+	assert.Equal(t, "42", out.res.Answer)
+	assert.Empty(t, out.res.Cells, "nothing ran")
+}
+
+func TestBareLoopKernelDeathRestarts(t *testing.T) {
+	srv := llmtest.NewServer(t,
+		llmtest.Text("x = 1\nimport os\nos._exit(3)", 700, 10),
+		llmtest.Text("x", 800, 2),
+		llmtest.Text("ANSWER(len(tasks))", 900, 5),
+	)
+	s := pmSession(t, "pm")
+	out := run(t, s, openAI(t, srv), agent.Config{}, "How many tasks are there?")
+	require.Equal(t, agent.Answered, out.res.Status, out.raw)
+	assert.Equal(t, "500", out.res.Answer, "the prefix was built again: tasks is back")
+	assert.Equal(t, 1, out.res.Restarts)
+	reqs := srv.Requests()
+	notice := lastUser(reqs[1])
+	assert.Contains(t, notice, "[ctxcode: the kernel died (python kernel died: exited with status 3)")
+	assert.Contains(t, notice, "the prefix ran again (6 cells), so what it bound is back (events, json, load, os, projects, tasks, teams, users)")
+	assert.Contains(t, notice, "everything the cells after it defined is lost")
+	assert.Contains(t, lastUser(reqs[2]), "NameError: name 'x' is not defined", "the model's own variables are gone")
+	assert.Contains(t, out.types(), "restart")
+}
+
+func TestBareLoopRestartCap(t *testing.T) {
+	die := llmtest.Text("import os; os._exit(1)", 700, 5)
+	srv := llmtest.NewServer(t, die, llmtest.Text("import os; os._exit(2)", 700, 5))
+	out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{MaxRestarts: 1}, blockedQ)
+	assert.Equal(t, agent.KernelFailed, out.res.Status)
+	assert.ErrorContains(t, out.res.Err, "the kernel died 2 times")
+}
+
+func TestBudgets(t *testing.T) {
+	t.Run("turns", func(t *testing.T) {
+		srv := llmtest.NewServer(t, llmtest.Text("1 + 1", 700, 3), llmtest.Text("2 + 2", 720, 3))
+		out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{MaxTurns: 2}, blockedQ)
+		assert.Equal(t, agent.MaxTurns, out.res.Status)
+		assert.Equal(t, 2, out.res.Turns)
+		assert.Equal(t, "max_turns", out.events[len(out.events)-1]["status"])
+	})
+	t.Run("prompt tokens", func(t *testing.T) {
+		srv := llmtest.NewServer(t, llmtest.Text("1 + 1", 900, 3))
+		out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{MaxPromptTokens: 1200}, blockedQ)
+		assert.Equal(t, agent.MaxPromptTokens, out.res.Status)
+		assert.Equal(t, 1, out.res.Turns, "the second call would pass the budget and is not made")
+		assert.ErrorContains(t, out.res.Err, "budget of 1200 prompt tokens (900 used)")
+	})
+	t.Run("context length", func(t *testing.T) {
+		srv := llmtest.NewServer(t, llmtest.Error(400, "context_length_exceeded", "This model's maximum context length is 4096 tokens."))
+		out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{}, blockedQ)
+		assert.Equal(t, agent.ContextLength, out.res.Status)
+	})
+	t.Run("unauthorized", func(t *testing.T) {
+		srv := llmtest.NewServer(t, llmtest.Error(401, "invalid_api_key", "Incorrect API key provided"))
+		out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{}, blockedQ)
+		assert.Equal(t, agent.ModelFailed, out.res.Status)
+		assert.Len(t, srv.Requests(), 1, "401 is not retried")
+		assert.NotContains(t, out.raw, "sk-test-secret-key")
+	})
+}
+
+func TestEvalLoop(t *testing.T) {
+	call := func(id, code string) session.ToolCall {
+		args, _ := json.Marshal(map[string]string{"code": code})
+		return session.ToolCall{ID: id, Name: "eval", Arguments: string(args)}
+	}
+	srv := llmtest.NewServer(t,
+		llmtest.Reply{ToolCalls: []session.ToolCall{call("c1", "len(users)")}, Usage: &llmtest.Usage{Prompt: 800, Completion: 12}},
+		llmtest.Reply{ToolCalls: []session.ToolCall{call("c2", "ANSWER(len(users))")}, Usage: &llmtest.Usage{Prompt: 850, Completion: 12}},
+	)
+	out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{Protocol: session.Eval}, "How many users?")
+	require.Equal(t, agent.Answered, out.res.Status)
+	assert.Equal(t, "30", out.res.Answer)
+	reqs := srv.Requests()
+	require.Len(t, reqs[0].Body.Tools, 1)
+	assert.Equal(t, "eval", reqs[0].Body.Tools[0].Function.Name)
+	msgs := reqs[1].Body.Messages
+	last := msgs[len(msgs)-1]
+	assert.Equal(t, "tool", last.Role)
+	assert.Equal(t, "c1", last.ToolCallID)
+	assert.Equal(t, "Out[7]: 30", last.Content)
+	assert.Equal(t, "c1", msgs[len(msgs)-2].ToolCalls[0].ID, "the model's call is replayed with its id")
+}
+
+func TestOneShot(t *testing.T) {
+	t.Run("answer", func(t *testing.T) {
+		srv := llmtest.NewServer(t, llmtest.Text("Here you go:\n```python\nANSWER(len([t for t in tasks if t['status'] == 'done']))\n```\n", 900, 30))
+		out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{Protocol: session.TranscriptText}, "How many tasks are done?")
+		assert.Equal(t, agent.Answered, out.res.Status)
+		assert.Equal(t, agent.Executed, out.res.AnswerSource)
+		reqs := srv.Requests()
+		require.Len(t, reqs, 1, "one request, no second call")
+		require.Len(t, reqs[0].Body.Messages, 1)
+		assert.Contains(t, reqs[0].Body.Messages[0].Content, "Question: How many tasks are done?")
+	})
+	t.Run("no answer", func(t *testing.T) {
+		srv := llmtest.NewServer(t, llmtest.Text("```python\nlen(tasks)\n```", 900, 10))
+		out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{Protocol: session.TranscriptText}, "How many tasks?")
+		assert.Equal(t, agent.NoAnswer, out.res.Status)
+		require.Len(t, out.res.Cells, 1)
+		assert.Equal(t, "500", out.res.Cells[0].Result.Value, "the block ran once")
+	})
+}
+
+// TestReferenceAnswersEveryTask runs the offline reference model over all
+// 24 built-in tasks of the s tier, in the loop and in one shot, on a local
+// kernel, and grades every answer.
+func TestReferenceAnswersEveryTask(t *testing.T) {
+	tier, _ := datasets.ParseTier("s")
+	d := datasets.Generate(tier, 1)
+	tasks, err := datasets.Tasks(d)
+	require.NoError(t, err)
+	require.Len(t, tasks, 24)
+	solutions := map[string]string{}
+	for _, task := range tasks {
+		code, err := datasets.Reference(task, datasets.PythonPM)
+		require.NoError(t, err)
+		solutions[task.Question] = code
+	}
+	ref := llm.NewReference(solutions, session.O200kBase)
+	s := pmSession(t, "pm")
+	p := s.Prefix
+	for _, mode := range []agent.Mode{agent.Loop, agent.OneShot} {
+		for _, task := range tasks {
+			require.NoError(t, s.Kernel.Restart(context.Background()))
+			sess := &agent.Session{Kernel: s.Kernel, Prefix: p}
+			res, err := agent.Run(context.Background(), sess, ref, agent.Config{Protocol: mode.Protocol()}, agent.Info{Question: task.Question}, nil, nil)
+			require.NoError(t, err)
+			require.Equal(t, agent.Answered, res.Status, "%s %s: %v", mode, task.ID, res.Err)
+			assert.Equal(t, agent.Executed, res.AnswerSource)
+			ok, why := datasets.Grade(task, res.Answer)
+			assert.True(t, ok, "%s %s: %s", mode, task.ID, why)
+			assert.Equal(t, 1, res.Turns)
+			assert.True(t, res.Usage.Estimated)
+			assert.Positive(t, res.Usage.PromptTokens)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// Trajectory writes a run as it happens: one JSON object per line, each with
+// "type" and "time" first, so a crash loses nothing already done. A nil
+// *Trajectory writes nothing. Event types: run, prefix, call, cell,
+// restart, answer, end (and grade, written by the caller that knows the
+// task).
+type Trajectory struct {
+	mu  sync.Mutex
+	w   io.Writer
+	err error
+	now func() time.Time
+}
+
+// NewTrajectory writes events to w, one line each, unbuffered.
+func NewTrajectory(w io.Writer) *Trajectory {
+	return &Trajectory{w: w, now: time.Now}
+}
+
+// Emit writes one event: typ and the JSON object of fields (a struct or a
+// map). The first write error is kept and returned by Err; later events are
+// dropped, and the run goes on.
+func (t *Trajectory) Emit(typ string, fields any) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err != nil {
+		return
+	}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(fields); err != nil {
+		t.err = fmt.Errorf("trajectory: encode %s event: %w", typ, err)
+		return
+	}
+	rest := bytes.TrimSpace(body.Bytes())
+	if len(rest) < 2 || rest[0] != '{' {
+		t.err = fmt.Errorf("trajectory: %s event is not a JSON object", typ)
+		return
+	}
+	var line bytes.Buffer
+	line.WriteString(`{"type":`)
+	kind, _ := json.Marshal(typ)
+	line.Write(kind)
+	line.WriteString(`,"time":"`)
+	line.WriteString(t.now().UTC().Format(time.RFC3339Nano))
+	line.WriteByte('"')
+	if len(rest) > 2 {
+		line.WriteByte(',')
+	}
+	line.Write(rest[1:])
+	line.WriteByte('\n')
+	if _, err := t.w.Write(line.Bytes()); err != nil {
+		t.err = fmt.Errorf("trajectory: write: %w", err)
+	}
+}
+
+// Err is the first error writing the trajectory, if any.
+func (t *Trajectory) Err() error {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}

@@ -1,0 +1,619 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ctxcode/ctxcode/agent"
+	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/llm"
+	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/session"
+)
+
+const askUsage = `Usage:
+  ctxcode ask [--data DIR] [--prefix P] [--mode loop|oneshot] [--model M] [--task ID|all]
+              [--trajectory FILE] [--json] [flags] [QUESTION]
+
+Asks a model a question about the data. The model continues a live session
+whose prefix already loaded the data: in the loop (the default) each of its
+messages runs as the next cell until executed code calls ANSWER(value); in
+one shot it writes one code block that runs once. Prints the answer, then one
+line of cost.
+
+Without --data, the built-in project-management data set is used (generated
+once into the cache folder, tier xl) with the pm prefix. With --data, a
+folder made by "ctxcode data gen" gets pm; any other folder gets a prefix
+written on the fly by "ctxcode prefix init".
+
+--task ID asks a built-in task and grades the answer ("ctxcode tasks --data DIR"
+lists them); --task all asks every one and prints accuracy and cost per mode.
+
+Models: --model NAME is sent to the OpenAI-compatible endpoint at --base-url
+(default $OPENAI_BASE_URL, else OpenAI) with the key in $OPENAI_API_KEY; the
+default name is $CTXCODE_MODEL, else gpt-4o-mini. --model reference is the
+offline model: it plays each built-in task's reference solution.
+
+Exit codes: 0 answered; 1 kernel, sandbox or model API failure; 2 bad input;
+3 no answer within the budget.
+`
+
+type askOptions struct {
+	sandbox    sandboxFlags
+	dataDir    string
+	prefixName string
+	modes      []agent.Mode
+	protocol   string
+	model      string
+	baseURL    string
+	task       string
+	trajectory string
+	force      bool
+	json       bool
+	encoding   string
+	seed       int
+	reqTimeout time.Duration
+	agent      agent.Config
+	question   string
+}
+
+func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
+	o := &askOptions{agent: agent.DefaultConfig()}
+	fs := newFlagSet("ask", askUsage, stderr)
+	o.sandbox.register(fs)
+	var mode string
+	fs.StringVar(&o.dataDir, "data", "", "data folder (default: the built-in project-management data, tier xl)")
+	fs.StringVar(&o.prefixName, "prefix", "", "prefix: a built-in name or a file (default: pm for ctxcode data, else one written by prefix init)")
+	fs.StringVar(&mode, "mode", string(agent.Loop), "loop (the bare loop, condition D) or oneshot (one code block, condition C); with --task all, a comma list")
+	fs.StringVar(&o.protocol, "protocol", "", "loop protocol: bare (D, the default) or eval (B, B0: one eval tool)")
+	fs.StringVar(&o.model, "model", "", "model name at the endpoint, or reference (default: $CTXCODE_MODEL, else gpt-4o-mini)")
+	fs.StringVar(&o.baseURL, "base-url", "", "OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else https://api.openai.com/v1)")
+	fs.StringVar(&o.task, "task", "", "a built-in task to ask and grade, or all")
+	fs.StringVar(&o.trajectory, "trajectory", "", "write every event of the run to this file, one JSON object per line")
+	fs.BoolVar(&o.force, "force", false, "overwrite --trajectory if it exists")
+	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
+	fs.StringVar(&o.encoding, "encoding", string(session.O200kBase), "token vocabulary for estimates: o200k_base or cl100k_base")
+	fs.IntVar(&o.seed, "seed", -1, "sampling seed sent to the model (-1: none)")
+	fs.DurationVar(&o.reqTimeout, "request-timeout", 2*time.Minute, "time limit of one model request")
+	fs.IntVar(&o.agent.MaxTurns, "max-turns", o.agent.MaxTurns, "most model calls in a run")
+	fs.IntVar(&o.agent.MaxPromptTokens, "max-prompt-tokens", o.agent.MaxPromptTokens, "most prompt tokens summed over a run's calls")
+	fs.IntVar(&o.agent.MaxOutputTokens, "max-output-tokens", 4096, "most output tokens per model call")
+	fs.DurationVar(&o.agent.CellTimeout, "timeout", o.agent.CellTimeout, "soft time limit per cell")
+	fs.IntVar(&o.agent.OutputBudget, "output-budget", o.agent.OutputBudget, "characters of a cell's output the model reads (head and tail kept); -1: no limit")
+	fs.IntVar(&o.agent.MaxRestarts, "max-restarts", o.agent.MaxRestarts, "kernel restarts a run may make after the kernel dies")
+	// Flags may come before or after the question.
+	var words []string
+	for {
+		if err := fs.parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		words, args = append(words, fs.Arg(0)), fs.Args()[1:]
+	}
+	if err := o.sandbox.check(); err != nil {
+		return nil, err
+	}
+	o.question = strings.TrimSpace(strings.Join(words, " "))
+	switch {
+	case o.question != "" && o.task != "":
+		return nil, usagef("ask: give a question or --task, not both")
+	case o.question == "" && o.task == "":
+		return nil, usagef("ask: give a question, or --task ID for a built-in task\n\n%s", askUsage)
+	}
+	for _, m := range strings.Split(mode, ",") {
+		pm, err := agent.ParseMode(strings.TrimSpace(m))
+		if err != nil {
+			return nil, usagef("--mode: %v", err)
+		}
+		o.modes = append(o.modes, pm)
+	}
+	if len(o.modes) > 1 && o.task != "all" {
+		return nil, usagef("--mode: several modes only with --task all")
+	}
+	switch o.protocol {
+	case "", "bare", "eval":
+	default:
+		return nil, usagef("--protocol %q: expected bare or eval (one shot always uses the transcript protocol)", o.protocol)
+	}
+	if _, err := session.CountTokens(session.Encoding(o.encoding), ""); err != nil {
+		return nil, usagef("--encoding: %v", err)
+	}
+	o.agent.Encoding = session.Encoding(o.encoding)
+	if o.agent.OutputBudget == 0 {
+		return nil, usagef("--output-budget 0 would show the model nothing: give a number of characters, or -1 for no limit")
+	}
+	if o.model == "" {
+		o.model = os.Getenv("CTXCODE_MODEL")
+	}
+	if o.model == "" {
+		if os.Getenv("OPENAI_API_KEY") == "" && os.Getenv("OPENAI_BASE_URL") == "" && o.baseURL == "" {
+			return nil, usagef("ask: no model is configured: set OPENAI_API_KEY (and --model), or OPENAI_BASE_URL or --base-url for a local server, or use --model reference to run the built-in tasks offline")
+		}
+		o.model = "gpt-4o-mini"
+	}
+	// The reference model runs ctxcode's own solutions, so without Docker
+	// they may run on this host; a real model's code never does unless asked.
+	o.sandbox.hostFallback = o.model == "reference"
+	return o, nil
+}
+
+// askSetup is what every question of an ask shares.
+type askSetup struct {
+	dataDir  string
+	manifest *datasets.Manifest
+	tasks    []datasets.Task
+	prefix   *prefixes.Prefix
+	model    llm.Model
+}
+
+func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseAsk(args, stderr)
+	if err != nil {
+		return err
+	}
+	s, err := o.setup(stderr)
+	if err != nil {
+		return err
+	}
+	var traj *agent.Trajectory
+	if o.trajectory != "" {
+		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+		if o.force {
+			flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		}
+		f, err := os.OpenFile(o.trajectory, flags, 0o644)
+		if errors.Is(err, os.ErrExist) {
+			return usagef("--trajectory %s exists; pass --force to overwrite it", o.trajectory)
+		}
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		traj = agent.NewTrajectory(f)
+	}
+	var jobs []askJob
+	switch o.task {
+	case "":
+		jobs = []askJob{{question: o.question, mode: o.modes[0]}}
+	case "all":
+		if len(s.tasks) == 0 {
+			return usagef("--task all needs a data set made by `ctxcode data gen`: %s has no built-in tasks", s.dataDir)
+		}
+		for _, m := range o.modes {
+			for i := range s.tasks {
+				jobs = append(jobs, askJob{question: s.tasks[i].Question, task: &s.tasks[i], mode: m})
+			}
+		}
+	default:
+		t, err := findTask(s.tasks, o.task, s.dataDir)
+		if err != nil {
+			return err
+		}
+		jobs = []askJob{{question: t.Question, task: t, mode: o.modes[0]}}
+	}
+
+	tr, cleanup, err := o.sandbox.transport(ctx, s.prefix.Language, s.dataDir, stderr)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	k, err := kernel.Start(ctx, s.prefix.Language, tr, kernel.ClientOptions{})
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+
+	var results []askResult
+	for i, job := range jobs {
+		if i > 0 {
+			// Every question starts in a fresh kernel.
+			if err := k.Restart(ctx); err != nil {
+				return fmt.Errorf("restart the kernel for the next task: %w", err)
+			}
+		}
+		res, err := o.ask(ctx, k, s, job, traj, stderr)
+		if err != nil {
+			return err
+		}
+		results = append(results, res)
+		if o.task == "all" {
+			printTaskLine(stderr, res)
+		}
+	}
+	if err := traj.Err(); err != nil {
+		fmt.Fprintf(stderr, "ctxcode: warning: %v\n", err)
+	}
+	if o.task == "all" {
+		return printSummary(stdout, results, o.json)
+	}
+	res := results[0]
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(res.record()); err != nil {
+			return err
+		}
+	} else {
+		printResult(stdout, res)
+	}
+	return res.exitError()
+}
+
+type askJob struct {
+	question string
+	task     *datasets.Task
+	mode     agent.Mode
+}
+
+// setup finds the data, the tasks, the prefix and the model.
+func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
+	s := &askSetup{dataDir: o.dataDir}
+	if s.dataDir == "" {
+		dir, err := builtinData(stderr)
+		if err != nil {
+			return nil, err
+		}
+		s.dataDir = dir
+	}
+	if st, err := os.Stat(s.dataDir); err != nil || !st.IsDir() {
+		return nil, usagef("--data %s: not a folder", s.dataDir)
+	}
+	d, m, err := datasets.Load(s.dataDir)
+	switch {
+	case err == nil:
+		s.manifest = m
+		if s.tasks, err = datasets.Tasks(d); err != nil {
+			return nil, err
+		}
+	case errors.Is(err, datasets.ErrNotDataset):
+	case errors.Is(err, datasets.ErrDatasetChanged):
+		return nil, usagef("%v", err)
+	default:
+		return nil, err
+	}
+	switch {
+	case o.prefixName != "":
+		if s.prefix, err = prefixes.Load(o.prefixName); err != nil {
+			return nil, usagef("%v", err)
+		}
+	case s.manifest != nil:
+		if s.prefix, err = prefixes.Load("pm"); err != nil {
+			return nil, err
+		}
+	default:
+		src, skipped, err := prefixes.Init(s.dataDir, kernel.Python)
+		if err != nil {
+			return nil, usagef("no --prefix, and prefix init could not write one for %s: %v", s.dataDir, err)
+		}
+		for _, sk := range skipped {
+			fmt.Fprintf(stderr, "ctxcode: prefix init: skipped %s: %s\n", sk.File, sk.Reason)
+		}
+		if s.prefix, err = prefixes.Parse("init:"+s.dataDir, src); err != nil {
+			return nil, err
+		}
+	}
+	if o.task != "" && o.task != "all" && len(s.tasks) == 0 {
+		return nil, usagef("--task needs a data set made by `ctxcode data gen`: %s has no built-in tasks", s.dataDir)
+	}
+	if o.model == "reference" && o.question != "" && !knownQuestion(s.tasks, o.question) {
+		return nil, usagef("the reference model plays only the built-in tasks, and this question is not one of them: ask one with --task ID (list them with: ctxcode tasks --data %s), or use a real model", s.dataDir)
+	}
+	if s.model, err = o.makeModel(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// makeModel is the reference model or the OpenAI-compatible client.
+func (o *askOptions) makeModel(s *askSetup) (llm.Model, error) {
+	enc := session.Encoding(o.encoding)
+	if o.model == "reference" {
+		kind := datasets.PythonLoad // self-contained: loads the data itself
+		switch {
+		case s.prefix.Name == "pm":
+			kind = datasets.PythonPM
+		case s.prefix.Language == kernel.Go:
+			return nil, usagef("--model reference plays Python solutions; prefix %s is Go", s.prefix.Name)
+		}
+		solutions := map[string]string{}
+		for _, t := range s.tasks {
+			code, err := datasets.Reference(t, kind)
+			if err != nil {
+				return nil, err
+			}
+			solutions[t.Question] = code
+		}
+		return llm.NewReference(solutions, enc), nil
+	}
+	cfg := llm.DefaultConfig()
+	cfg.Model = o.model
+	if o.baseURL != "" {
+		cfg.BaseURL = o.baseURL
+	}
+	cfg.MaxOutputTokens = o.agent.MaxOutputTokens
+	cfg.Timeout = o.reqTimeout
+	cfg.Encoding = enc
+	if o.seed >= 0 {
+		seed := o.seed
+		cfg.Seed = &seed
+	}
+	m, err := llm.NewOpenAI(cfg)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return m, nil
+}
+
+// builtinData is the built-in data set in the user's cache folder,
+// generated on first use.
+func builtinData(stderr io.Writer) (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("find the cache folder for the built-in data (set XDG_CACHE_HOME or pass --data): %w", err)
+	}
+	dir := filepath.Join(cache, "ctxcode", fmt.Sprintf("pm-xl-1-v%d", datasets.GeneratorVersion))
+	if _, err := os.Stat(filepath.Join(dir, datasets.ManifestFile)); err == nil {
+		return dir, nil
+	}
+	fmt.Fprintf(stderr, "ctxcode: generating the built-in data set (tier xl, seed 1) into %s\n", dir)
+	tier, err := datasets.ParseTier("xl")
+	if err != nil {
+		return "", err
+	}
+	if _, err := datasets.Generate(tier, 1).Write(dir, true); err != nil {
+		return "", fmt.Errorf("write the built-in data set: %w", err)
+	}
+	return dir, nil
+}
+
+func knownQuestion(tasks []datasets.Task, q string) bool {
+	for _, t := range tasks {
+		if t.Question == q {
+			return true
+		}
+	}
+	return false
+}
+
+func findTask(tasks []datasets.Task, id, dir string) (*datasets.Task, error) {
+	for i := range tasks {
+		if tasks[i].ID == id {
+			return &tasks[i], nil
+		}
+	}
+	var ids []string
+	for _, t := range tasks {
+		ids = append(ids, t.ID)
+	}
+	hint := ""
+	if len(ids) > 0 {
+		hint = fmt.Sprintf(" (%s … %s)", ids[0], ids[len(ids)-1])
+	}
+	return nil, usagef("--task %q: no such task in %s%s; list them with: ctxcode tasks --data %s", id, dir, hint, dir)
+}
+
+// askResult is one answered (or not) question.
+type askResult struct {
+	job     askJob
+	res     *agent.Result
+	correct *bool
+	reason  string
+}
+
+func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job askJob, traj *agent.Trajectory, stderr io.Writer) (askResult, error) {
+	cfg := o.agent
+	cfg.Protocol = job.mode.Protocol()
+	if job.mode == agent.Loop && o.protocol == "eval" {
+		cfg.Protocol = session.Eval
+	}
+	info := agent.Info{Model: s.model.Name(), Question: job.question}
+	if o.model != "reference" {
+		info.BaseURL = o.baseURL
+		if info.BaseURL == "" {
+			info.BaseURL = llm.DefaultConfig().BaseURL
+		}
+	}
+	if job.task != nil {
+		info.Task = job.task.ID
+	}
+	if s.manifest != nil {
+		info.Data = s.manifest
+	}
+	obs := newProgress(stderr)
+	res, err := agent.Run(ctx, &agent.Session{Kernel: k, Prefix: s.prefix}, s.model, cfg, info, traj, obs)
+	obs.done()
+	if err != nil {
+		var be *prefixes.BuildError
+		if errors.As(err, &be) {
+			return askResult{}, usagef("%v", err)
+		}
+		return askResult{}, err
+	}
+	out := askResult{job: job, res: res}
+	if job.task != nil {
+		ok, reason := false, "no answer"
+		if res.Status == agent.Answered {
+			ok, reason = datasets.Grade(*job.task, res.Answer)
+		}
+		out.correct, out.reason = &ok, reason
+		traj.Emit("grade", struct {
+			Task    string `json:"task"`
+			Correct bool   `json:"correct"`
+			Reason  string `json:"reason,omitempty"`
+			Gold    any    `json:"gold"`
+		}{job.task.ID, ok, reason, job.task.Gold})
+	}
+	return out, nil
+}
+
+// record is the --json form of a result.
+func (r askResult) record() map[string]any {
+	u := r.res.Usage
+	rec := map[string]any{
+		"question":       r.job.question,
+		"mode":           r.job.mode,
+		"answer":         nullable(r.res.Answer),
+		"answer_source":  nullable(r.res.AnswerSource),
+		"status":         r.res.Status,
+		"turns":          r.res.Turns,
+		"context_tokens": u.PromptTokens,
+		"output_tokens":  u.CompletionTokens,
+		"cached_tokens":  u.CachedTokens,
+		"wall_ms":        r.res.Wall.Milliseconds(),
+		"estimated":      u.Estimated,
+		"restarts":       r.res.Restarts,
+	}
+	if u.ReasoningTokens > 0 {
+		rec["reasoning_tokens"] = u.ReasoningTokens
+	}
+	if r.job.task != nil {
+		rec["task"] = r.job.task.ID
+		rec["correct"] = *r.correct
+		if !*r.correct {
+			rec["grade"] = r.reason
+		}
+	}
+	if r.res.Err != nil {
+		rec["error"] = r.res.Err.Error()
+	}
+	return rec
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func printResult(w io.Writer, r askResult) {
+	switch {
+	case r.res.Status == agent.Answered && r.res.AnswerSource == agent.Unexecuted:
+		fmt.Fprintf(w, "%s\n(unexecuted: the model stated this answer; no code computed it)\n", r.res.Answer)
+	case r.res.Status == agent.Answered:
+		fmt.Fprintln(w, r.res.Answer)
+	default:
+		fmt.Fprintf(w, "no answer (%s)\n", r.res.Status)
+	}
+	if r.correct != nil {
+		if *r.correct {
+			fmt.Fprintf(w, "correct (task %s)\n", r.job.task.ID)
+		} else {
+			fmt.Fprintf(w, "wrong (task %s): %s\n", r.job.task.ID, r.reason)
+		}
+	}
+	fmt.Fprintln(w, costLine(r.res))
+}
+
+func costLine(res *agent.Result) string {
+	u := res.Usage
+	est := ""
+	if u.Estimated {
+		est = " (estimated by the tokenizer)"
+	}
+	turns := "turns"
+	if res.Turns == 1 {
+		turns = "turn"
+	}
+	return fmt.Sprintf("[%d %s, %d context tokens, %d output tokens, %d cached, %.2fs%s]",
+		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, res.Wall.Seconds(), est)
+}
+
+// exitError maps a run's status to the exit code of DESIGN.md.
+func (r askResult) exitError() error {
+	switch r.res.Status {
+	case agent.Answered:
+		return nil
+	case agent.ModelFailed, agent.KernelFailed:
+		return r.res.Err
+	}
+	msg := string(r.res.Status)
+	if r.res.Err != nil {
+		msg += ": " + r.res.Err.Error()
+	}
+	return &noAnswerError{msg: "no answer: " + msg}
+}
+
+func printTaskLine(w io.Writer, r askResult) {
+	verdict := "no answer"
+	if r.correct != nil && *r.correct {
+		verdict = "correct"
+	} else if r.res.Status == agent.Answered {
+		verdict = "wrong"
+	}
+	fmt.Fprintf(w, "%-9s %-7s %-9s %s\n", r.job.task.ID, r.job.mode, verdict, costLine(r.res))
+}
+
+// printSummary prints accuracy and cost per mode for --task all.
+func printSummary(w io.Writer, results []askResult, asJSON bool) error {
+	type row struct {
+		Mode          agent.Mode `json:"mode"`
+		Tasks         int        `json:"tasks"`
+		Correct       int        `json:"correct"`
+		Accuracy      float64    `json:"accuracy"`
+		Turns         float64    `json:"mean_turns"`
+		ContextTokens float64    `json:"mean_context_tokens"`
+		OutputTokens  float64    `json:"mean_output_tokens"`
+		CachedTokens  float64    `json:"mean_cached_tokens"`
+		WallMS        float64    `json:"mean_wall_ms"`
+		Estimated     bool       `json:"estimated"`
+	}
+	var rows []*row
+	byMode := map[agent.Mode]*row{}
+	for _, r := range results {
+		x := byMode[r.job.mode]
+		if x == nil {
+			x = &row{Mode: r.job.mode}
+			byMode[r.job.mode] = x
+			rows = append(rows, x)
+		}
+		x.Tasks++
+		if r.correct != nil && *r.correct {
+			x.Correct++
+		}
+		x.Turns += float64(r.res.Turns)
+		x.ContextTokens += float64(r.res.Usage.PromptTokens)
+		x.OutputTokens += float64(r.res.Usage.CompletionTokens)
+		x.CachedTokens += float64(r.res.Usage.CachedTokens)
+		x.WallMS += float64(r.res.Wall.Milliseconds())
+		x.Estimated = x.Estimated || r.res.Usage.Estimated
+	}
+	failed := false
+	for _, x := range rows {
+		n := float64(x.Tasks)
+		x.Accuracy = float64(x.Correct) / n
+		x.Turns, x.ContextTokens, x.OutputTokens, x.CachedTokens, x.WallMS = x.Turns/n, x.ContextTokens/n, x.OutputTokens/n, x.CachedTokens/n, x.WallMS/n
+		failed = failed || x.Correct < x.Tasks
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, x := range rows {
+			if err := enc.Encode(x); err != nil {
+				return err
+			}
+		}
+	} else {
+		fmt.Fprintf(w, "%-8s %9s %9s %7s %15s %14s %9s\n", "mode", "correct", "accuracy", "turns", "context tokens", "output tokens", "wall")
+		for _, x := range rows {
+			fmt.Fprintf(w, "%-8s %5d/%-3d %8.0f%% %7.2f %15.0f %14.0f %8.1fs\n", x.Mode, x.Correct, x.Tasks, 100*x.Accuracy,
+				x.Turns, x.ContextTokens, x.OutputTokens, x.WallMS/1000)
+		}
+		if len(rows) > 0 && rows[0].Estimated {
+			fmt.Fprintln(w, "(means per task; token counts estimated by the tokenizer where the model reported none)")
+		}
+	}
+	if failed {
+		return &noAnswerError{msg: "not every task was answered correctly"}
+	}
+	return nil
+}

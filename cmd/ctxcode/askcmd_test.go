@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/llm/llmtest"
+)
+
+// pmData writes the s tier, seed 1, into a temporary folder.
+func pmData(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "pm")
+	got := runCLI(t, "", "data", "gen", "--tier", "s", "--seed", "1", "--out", dir)
+	require.Equal(t, 0, got.code, got.stderr)
+	return dir
+}
+
+func TestAskReference(t *testing.T) {
+	requirePython(t)
+	dir := pmData(t)
+	traj := filepath.Join(t.TempDir(), "run.jsonl")
+
+	got := runCLI(t, "", "ask", "--task", "s-t5-1", "--model", "reference", "--data", dir, "--sandbox", "local", "--trajectory", traj)
+	require.Equal(t, exitOK, got.code, got.stderr)
+	lines := strings.Split(strings.TrimSpace(got.stdout), "\n")
+	require.Len(t, lines, 3, got.stdout)
+	assert.Equal(t, "correct (task s-t5-1)", lines[1])
+	assert.Regexp(t, regexp.MustCompile(`^\[1 turn, \d+ context tokens, \d+ output tokens, 0 cached, [\d.]+s \(estimated by the tokenizer\)\]$`), lines[2])
+
+	// The trajectory has every event, and is never overwritten without --force.
+	b, err := os.ReadFile(traj)
+	require.NoError(t, err)
+	var types []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var ev struct{ Type string }
+		require.NoError(t, json.Unmarshal([]byte(line), &ev))
+		types = append(types, ev.Type)
+	}
+	assert.Equal(t, []string{"run", "prefix", "call", "cell", "answer", "end", "grade"}, types)
+	got = runCLI(t, "", "ask", "--task", "s-t5-1", "--model", "reference", "--data", dir, "--sandbox", "local", "--trajectory", traj)
+	assert.Equal(t, exitUsage, got.code)
+	assert.Contains(t, got.stderr, "exists; pass --force to overwrite it")
+
+	// One shot, as JSON.
+	got = runCLI(t, "", "ask", "--task", "s-t3-2", "--mode", "oneshot", "--model", "reference", "--data", dir, "--sandbox", "local", "--json")
+	require.Equal(t, exitOK, got.code, got.stderr)
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal([]byte(got.stdout), &rec), got.stdout)
+	for _, k := range []string{"answer", "answer_source", "status", "correct", "turns", "context_tokens", "output_tokens", "cached_tokens", "wall_ms", "estimated"} {
+		assert.Contains(t, rec, k)
+	}
+	assert.Equal(t, "executed", rec["answer_source"])
+	assert.Equal(t, true, rec["correct"])
+	assert.Equal(t, "oneshot", rec["mode"])
+}
+
+func TestAskEveryTaskWithTheReferenceModel(t *testing.T) {
+	requirePython(t)
+	dir := pmData(t)
+	got := runCLI(t, "", "ask", "--task", "all", "--mode", "oneshot", "--model", "reference", "--data", dir, "--sandbox", "local")
+	require.Equal(t, exitOK, got.code, got.stderr)
+	assert.Regexp(t, regexp.MustCompile(`oneshot\s+24/24\s+100%\s+1\.00`), got.stdout)
+	assert.Equal(t, 24, strings.Count(got.stderr, " correct "), got.stderr)
+}
+
+func TestAskReferenceInDocker(t *testing.T) {
+	requireDocker(t)
+	dir := pmData(t)
+	got := runCLI(t, "", "ask", "--task", "s-t6-1", "--model", "reference", "--data", dir)
+	require.Equal(t, exitOK, got.code, got.stderr)
+	assert.Contains(t, got.stdout, "correct (task s-t6-1)")
+	assert.Empty(t, got.stderr, "no warning: the cells ran in a container")
+}
+
+func TestAskOpenAICompatible(t *testing.T) {
+	requirePython(t)
+	dir := pmData(t)
+	srv := llmtest.NewServer(t,
+		llmtest.Reply{Content: "```python\nblocked = [t for t in tasks if t['status'] == 'blocked']\nlen(blocked)\n```",
+			Usage: &llmtest.Usage{Prompt: 700, Completion: 30, Cached: 600}},
+		llmtest.Reply{Content: "ANSWER(len(blocked))", Usage: &llmtest.Usage{Prompt: 790, Completion: 9, Cached: 700}},
+	)
+	t.Setenv("OPENAI_API_KEY", "sk-never-shown")
+	t.Setenv("OPENAI_BASE_URL", srv.URL)
+	traj := filepath.Join(t.TempDir(), "run.jsonl")
+	got := runCLI(t, "", "ask", "How many tasks are blocked?", "--model", "test-model", "--data", dir, "--sandbox", "local", "--json", "--trajectory", traj)
+	require.Equal(t, exitOK, got.code, got.stderr)
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal([]byte(got.stdout), &rec), got.stdout)
+	assert.Equal(t, "answered", rec["status"])
+	assert.EqualValues(t, 2, rec["turns"])
+	assert.EqualValues(t, 1490, rec["context_tokens"], "the sums the server reported")
+	assert.EqualValues(t, 39, rec["output_tokens"])
+	assert.EqualValues(t, 1300, rec["cached_tokens"])
+	assert.Equal(t, false, rec["estimated"])
+	assert.NotContains(t, rec, "correct", "not a built-in task")
+	reqs := srv.Requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, "test-model", reqs[0].Body.Model)
+	b, err := os.ReadFile(traj)
+	require.NoError(t, err)
+	for _, s := range []string{got.stdout, got.stderr, string(b)} {
+		assert.NotContains(t, s, "sk-never-shown")
+	}
+}
+
+func TestAskNoAnswerExitsThree(t *testing.T) {
+	requirePython(t)
+	dir := pmData(t)
+	srv := llmtest.NewServer(t, llmtest.Text("len(tasks)", 700, 3))
+	t.Setenv("OPENAI_API_KEY", "sk-x")
+	got := runCLI(t, "", "ask", "How many tasks?", "--base-url", srv.URL, "--data", dir, "--sandbox", "local", "--max-turns", "1")
+	assert.Equal(t, exitNoAnswer, got.code, got.stderr)
+	assert.Contains(t, got.stdout, "no answer (max_turns)")
+	assert.Contains(t, got.stdout, "[1 turn, 700 context tokens, 3 output tokens, 0 cached")
+}
+
+func TestAskModelFailureExitsOne(t *testing.T) {
+	requirePython(t)
+	dir := pmData(t)
+	srv := llmtest.NewServer(t, llmtest.Error(401, "invalid_api_key", "Incorrect API key provided"))
+	t.Setenv("OPENAI_API_KEY", "sk-wrong")
+	got := runCLI(t, "", "ask", "How many tasks?", "--base-url", srv.URL, "--data", dir, "--sandbox", "local")
+	assert.Equal(t, exitInfra, got.code)
+	assert.Contains(t, got.stderr, "OPENAI_API_KEY")
+	assert.NotContains(t, got.stderr, "sk-wrong")
+}
+
+func TestAskUsageErrors(t *testing.T) {
+	dir := pmData(t)
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("CTXCODE_MODEL", "")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"nothing to ask", []string{"ask", "--model", "reference"}, "give a question, or --task ID"},
+		{"question and task", []string{"ask", "q?", "--task", "s-t1-1", "--model", "reference"}, "not both"},
+		{"bad mode", []string{"ask", "q?", "--mode", "twice", "--model", "reference"}, `unknown mode "twice"`},
+		{"several modes for one question", []string{"ask", "q?", "--mode", "loop,oneshot", "--model", "reference"}, "several modes only with --task all"},
+		{"no model", []string{"ask", "q?"}, "no model is configured"},
+		{"unknown task", []string{"ask", "--task", "s-t9-9", "--model", "reference", "--data", dir, "--sandbox", "local"}, `--task "s-t9-9": no such task`},
+		{"reference off script", []string{"ask", "What is the meaning of life?", "--model", "reference", "--data", dir, "--sandbox", "local"}, "plays only the built-in tasks"},
+		{"bad protocol", []string{"ask", "q?", "--protocol", "cli", "--model", "reference"}, `--protocol "cli": expected bare or eval`},
+		{"not a folder", []string{"ask", "q?", "--model", "reference", "--data", filepath.Join(dir, "nope")}, "not a folder"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := runCLI(t, "", tc.args...)
+			assert.Equal(t, exitUsage, got.code, got.stderr)
+			assert.Contains(t, got.stderr, tc.want)
+		})
+	}
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/ctxcode/ctxcode/llm"
+)
+
+// progress is the one line on a terminal that shows a run's turn, tokens so
+// far and the running cell; it writes nothing when stderr is not a terminal.
+type progress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	shown bool
+}
+
+func newProgress(stderr io.Writer) *progress {
+	f, ok := stderr.(*os.File)
+	if !ok {
+		return &progress{}
+	}
+	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return &progress{}
+	}
+	return &progress{w: stderr}
+}
+
+// Progress implements agent.Observer.
+func (p *progress) Progress(turn int, usage llm.Usage, running string) {
+	if p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	line := fmt.Sprintf("turn %d · %d context tokens · %s", turn, usage.PromptTokens, strings.ReplaceAll(running, "\n", " "))
+	if r := []rune(line); len(r) > 78 {
+		line = string(r[:77]) + "…"
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s", line)
+	p.shown = true
+}
+
+// done clears the line.
+func (p *progress) done() {
+	if p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.shown = false
+	}
+}

@@ -1,0 +1,211 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctxcode/ctxcode/session"
+)
+
+// ReferenceName is the name of the offline reference model.
+const ReferenceName = "reference"
+
+// Reference is the offline model that plays a built-in task's reference
+// solution, once, in the protocol of the request: the harness's cost floor
+// and an end-to-end check that needs no network. It is safe for concurrent
+// use and deterministic: the same request always gets the same reply.
+//
+// It finds the question in the request's user messages: the first one
+// after the stable part (bare, eval, cli) or the line after "Question: "
+// (transcript), else the longest known question that any user message
+// contains. It replies
+//   - bare: the solution as the message (the next cell);
+//   - eval: one eval tool call {"code": solution}, with id "ref_<n>", n
+//     counting from 1 the tool calls after the stable part (the prefix's
+//     calls have ids of their own);
+//   - transcript: the solution in one ```python block;
+//   - cli: plain text saying it plays bare, eval and transcript only.
+//
+// When an assistant message of the request already holds the solution
+// (as content or as an eval call), it says in plain text that the solution
+// already ran and it has nothing more; when the question is not a built-in
+// one, it says so in plain text. Plain-text replies carry no code: in the
+// bare protocol the harness runs them as a cell like any other message.
+//
+// Usage is estimated with the tokenizer (Estimated is true); Attempts is 1.
+type Reference struct {
+	solutions map[string]string // question -> solution
+	questions []string          // longest first, for substring matching
+	enc       session.Encoding
+}
+
+var _ Model = (*Reference)(nil)
+
+// NewReference returns the reference model for solutions, which maps each
+// built-in task's question to its reference solution (code that ends with
+// ANSWER(...)). enc is the vocabulary of the usage estimates ("" is
+// o200k_base).
+func NewReference(solutions map[string]string, enc session.Encoding) *Reference {
+	r := &Reference{solutions: make(map[string]string, len(solutions)), enc: enc}
+	for q, code := range solutions {
+		q = strings.TrimSpace(q)
+		if q == "" {
+			continue
+		}
+		r.solutions[q] = code
+		r.questions = append(r.questions, q)
+	}
+	sort.Slice(r.questions, func(i, j int) bool {
+		a, b := r.questions[i], r.questions[j]
+		if len(a) != len(b) {
+			return len(a) > len(b)
+		}
+		return a < b
+	})
+	return r
+}
+
+// Name is "reference".
+func (r *Reference) Name() string { return ReferenceName }
+
+// The plain-text replies.
+const (
+	referenceCLIText = "The reference model plays the bare, eval and transcript protocols only, not cli (condition A): " +
+		"run condition A with a real model."
+	referenceUnknownText = "The reference model knows only the built-in tasks (`ctxcode tasks --data DIR` lists them), " +
+		"and this question is not one of them."
+	referencePlayedText = "The reference solution already ran; the reference model has nothing more to add."
+)
+
+// Complete replies as the type comment describes.
+func (r *Reference) Complete(ctx context.Context, req session.Request) (Reply, error) {
+	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		return Reply{}, err
+	}
+	prompt, err := session.CountRequest(r.enc, req)
+	if err != nil {
+		return Reply{}, err
+	}
+	reply := Reply{FinishReason: "stop", Attempts: 1, RequestTokens: prompt}
+	code, known := r.find(req)
+	switch {
+	case req.Protocol == session.CLI:
+		reply.Content = referenceCLIText
+	case !known:
+		reply.Content = referenceUnknownText
+	case played(req, code):
+		reply.Content = referencePlayedText
+	case req.Protocol == session.Bare:
+		reply.Content = code
+	case req.Protocol == session.Eval:
+		args, err := codeArguments(code)
+		if err != nil {
+			return Reply{}, err
+		}
+		reply.ToolCalls = []session.ToolCall{{ID: "ref_" + strconv.Itoa(runCalls(req)+1), Name: "eval", Arguments: args}}
+		reply.FinishReason = "tool_calls"
+	case req.Protocol == session.TranscriptText:
+		reply.Content = "```python\n" + strings.TrimRight(code, "\n") + "\n```"
+	default:
+		reply.Content = "The reference model does not know the protocol " + strconv.Quote(string(req.Protocol)) +
+			": it plays bare, eval and transcript."
+	}
+	reply.Usage, err = estimate(r.enc, prompt, reply.Content, "", reply.ToolCalls)
+	if err != nil {
+		return Reply{}, err
+	}
+	reply.Latency = time.Since(start)
+	return reply, nil
+}
+
+// find returns the solution of the request's question.
+func (r *Reference) find(req session.Request) (string, bool) {
+	if q, ok := question(req); ok {
+		if code, ok := r.solutions[q]; ok {
+			return code, true
+		}
+	}
+	for _, q := range r.questions {
+		for _, m := range req.Messages {
+			if m.Role == "user" && strings.Contains(m.Content, q) {
+				return r.solutions[q], true
+			}
+		}
+	}
+	return "", false
+}
+
+// question is where the renderer puts the question.
+func question(req session.Request) (string, bool) {
+	if req.Protocol == session.TranscriptText {
+		for _, m := range req.Messages {
+			if m.Role != "user" {
+				continue
+			}
+			_, rest, ok := strings.Cut(m.Content, "\nQuestion: ")
+			if !ok {
+				continue
+			}
+			line, _, _ := strings.Cut(rest, "\n")
+			return strings.TrimSpace(line), true
+		}
+		return "", false
+	}
+	for i := max(req.Stable, 0); i < len(req.Messages); i++ {
+		if m := req.Messages[i]; m.Role == "user" {
+			return strings.TrimSpace(m.Content), true
+		}
+	}
+	return "", false
+}
+
+// codeArguments is {"code": code} as models write it: no HTML escaping.
+func codeArguments(code string) (string, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(map[string]string{"code": code}); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// runCalls counts the tool calls of this run: those after the stable part.
+func runCalls(req session.Request) int {
+	n := 0
+	for _, m := range req.Messages[min(max(req.Stable, 0), len(req.Messages)):] {
+		n += len(m.ToolCalls)
+	}
+	return n
+}
+
+// played says whether an assistant message of the request already holds
+// the solution, as its content or as the code of a tool call.
+func played(req session.Request, code string) bool {
+	want := strings.TrimSpace(code)
+	if want == "" {
+		return false
+	}
+	for _, m := range req.Messages[min(max(req.Stable, 0), len(req.Messages)):] {
+		if m.Role != "assistant" {
+			continue
+		}
+		if strings.Contains(m.Content, want) {
+			return true
+		}
+		for _, c := range m.ToolCalls {
+			var args struct {
+				Code string `json:"code"`
+			}
+			if json.Unmarshal([]byte(c.Arguments), &args) == nil && strings.TrimSpace(args.Code) == want {
+				return true
+			}
+		}
+	}
+	return false
+}
