@@ -201,10 +201,11 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 	}
 	tr.Emit("run", struct {
 		Info
-		Protocol session.Protocol `json:"protocol"`
-		Prefix   prefixInfo       `json:"prefix"`
-		Budgets  budgets          `json:"budgets"`
-	}{info, cfg.Protocol, prefixInfoOf(s.Prefix), budgetsOf(cfg)})
+		Condition string           `json:"condition"`
+		Protocol  session.Protocol `json:"protocol"`
+		Prefix    prefixInfo       `json:"prefix"`
+		Budgets   budgets          `json:"budgets"`
+	}{info, Condition(cfg.Protocol, s.Prefix.Name), cfg.Protocol, prefixInfoOf(s.Prefix), budgetsOf(cfg)})
 	if s.Cells == nil {
 		cells, err := prefixes.Build(ctx, s.Kernel, s.Prefix, r.execOptions())
 		if err != nil {
@@ -247,6 +248,24 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 	}
 	tr.Emit("end", end)
 	return r.res, nil
+}
+
+// Condition names the condition of the ladder a run belongs to: D for the
+// bare loop, C for one shot, B for the eval loop, and B0 for the eval loop
+// over a prefix that binds nothing (a name ending in "-nobind").
+func Condition(p session.Protocol, prefix string) string {
+	switch p {
+	case session.Bare:
+		return "D"
+	case session.TranscriptText:
+		return "C"
+	case session.Eval:
+		if strings.HasSuffix(prefix, "-nobind") {
+			return "B0"
+		}
+		return "B"
+	}
+	return "A"
 }
 
 type prefixInfo struct {
@@ -358,11 +377,30 @@ type callEvent struct {
 	Error         string             `json:"error,omitempty"`
 }
 
+// maxSameReplies is how many identical replies in a row end a loop: a
+// model that repeats itself will not answer, and every turn costs more.
+const maxSameReplies = 3
+
 func (r *runner) loop(ctx context.Context) error {
+	last, same := "", 0
 	for {
 		reply, ok, err := r.call(ctx)
 		if err != nil || !ok {
 			return err
+		}
+		said := reply.Content
+		for _, c := range reply.ToolCalls {
+			said += "\x00" + c.Name + "\x00" + c.Arguments
+		}
+		if said == last {
+			same++
+		} else {
+			last, same = said, 1
+		}
+		if same >= maxSameReplies {
+			r.res.Status = NoAnswer
+			r.res.Err = fmt.Errorf("the model sent the same message %d times in a row", same)
+			return nil
 		}
 		if r.cfg.Protocol == session.Eval {
 			if len(reply.ToolCalls) == 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/ctxcode/ctxcode/llm"
 	"github.com/ctxcode/ctxcode/llm/llmtest"
 	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/sandbox"
 	"github.com/ctxcode/ctxcode/session"
 )
 
@@ -158,6 +159,7 @@ func TestBareLoopSuccess(t *testing.T) {
 	n := res.Cells[0].Result.Count
 	assert.Equal(t, "Out["+itoa(n)+"]: "+res.Answer, lastUser(reqs[1]), "the cell's real output is the next user message")
 	assert.Equal(t, []string{"run", "prefix", "call", "cell", "call", "cell", "answer", "end"}, out.types())
+	assert.Equal(t, "D", out.events[0]["condition"])
 	assert.NotContains(t, out.raw, "sk-test-secret-key", "the key never reaches the trajectory")
 	assert.Equal(t, "Bearer sk-test-secret-key", reqs[0].Header.Get("Authorization"))
 }
@@ -308,6 +310,39 @@ func TestOneShot(t *testing.T) {
 // 24 built-in tasks of the s tier, in the loop and in one shot, on a local
 // kernel, and grades every answer.
 func TestReferenceAnswersEveryTask(t *testing.T) {
+	referenceEveryTask(t, startPython(t))
+}
+
+// TestReferenceAnswersEveryTaskInDocker does the same in the Docker sandbox.
+func TestReferenceAnswersEveryTaskInDocker(t *testing.T) {
+	ctx := context.Background()
+	cli, err := sandbox.Connect(ctx)
+	if err != nil {
+		if strict() {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	if ok, err := sandbox.ImageExists(ctx, cli, sandbox.KernelImage()); err != nil || !ok {
+		if strict() {
+			t.Fatalf("kernel image %s: %v (build it with ctxcode sandbox build)", sandbox.KernelImage(), err)
+		}
+		t.Skipf("kernel image %s is missing: build it with ctxcode sandbox build", sandbox.KernelImage())
+	}
+	cfg := sandbox.DefaultConfig()
+	cfg.DataDir = pmDir
+	tr, err := sandbox.NewPython(cli, cfg)
+	require.NoError(t, err)
+	k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
+	if k != nil {
+		t.Cleanup(func() { _ = k.Close() })
+	}
+	require.NoError(t, err)
+	referenceEveryTask(t, k)
+}
+
+func referenceEveryTask(t *testing.T, k kernel.Kernel) {
 	tier, _ := datasets.ParseTier("s")
 	d := datasets.Generate(tier, 1)
 	tasks, err := datasets.Tasks(d)
@@ -320,12 +355,12 @@ func TestReferenceAnswersEveryTask(t *testing.T) {
 		solutions[task.Question] = code
 	}
 	ref := llm.NewReference(solutions, session.O200kBase)
-	s := pmSession(t, "pm")
-	p := s.Prefix
+	p, err := prefixes.Load("pm")
+	require.NoError(t, err)
 	for _, mode := range []agent.Mode{agent.Loop, agent.OneShot} {
 		for _, task := range tasks {
-			require.NoError(t, s.Kernel.Restart(context.Background()))
-			sess := &agent.Session{Kernel: s.Kernel, Prefix: p}
+			require.NoError(t, k.Restart(context.Background()))
+			sess := &agent.Session{Kernel: k, Prefix: p}
 			res, err := agent.Run(context.Background(), sess, ref, agent.Config{Protocol: mode.Protocol()}, agent.Info{Question: task.Question}, nil, nil)
 			require.NoError(t, err)
 			require.Equal(t, agent.Answered, res.Status, "%s %s: %v", mode, task.ID, res.Err)
@@ -337,4 +372,13 @@ func TestReferenceAnswersEveryTask(t *testing.T) {
 			assert.Positive(t, res.Usage.PromptTokens)
 		}
 	}
+}
+
+func TestLoopStopsAModelThatRepeatsItself(t *testing.T) {
+	same := llmtest.Text("len(tasks)", 700, 3)
+	srv := llmtest.NewServer(t, same, same, same)
+	out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{}, blockedQ)
+	assert.Equal(t, agent.NoAnswer, out.res.Status)
+	assert.Equal(t, 3, out.res.Turns)
+	assert.ErrorContains(t, out.res.Err, "the same message 3 times in a row")
 }

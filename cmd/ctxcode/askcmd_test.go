@@ -161,3 +161,22 @@ func TestAskUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestAskAnyFolder: a folder that is not a ctxcode data set gets a prefix
+// from prefix init, on the fly, and the model continues it.
+func TestAskAnyFolder(t *testing.T) {
+	requirePython(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sales.csv"), []byte("region,amount\nnorth,10\nsouth,32\nnorth,5\n"), 0o644))
+	srv := llmtest.NewServer(t, llmtest.Text("ANSWER(sum(int(r['amount']) for r in sales if r['region'] == 'north'))", 500, 20))
+	t.Setenv("OPENAI_API_KEY", "sk-x")
+	got := runCLI(t, "", "ask", "--base-url", srv.URL, "--data", dir, "--sandbox", "local", "How much did the north sell?")
+	require.Equal(t, exitOK, got.code, got.stderr)
+	assert.True(t, strings.HasPrefix(got.stdout, "15\n"), got.stdout)
+	first := srv.Requests()[0].Body.Messages
+	var prefix strings.Builder
+	for _, m := range first {
+		prefix.WriteString(m.Content + "\n")
+	}
+	assert.Contains(t, prefix.String(), `sales = load_csv("sales.csv")`, "the prefix init wrote binds the file")
+}
