@@ -20,7 +20,8 @@ image: build
 	else echo "make: Docker is not reachable: no kernel image (Docker tests skip, or fail in CI)"; fi
 
 # The main job. With a model configured ($OPENAI_API_KEY or $OPENAI_BASE_URL;
-# --model from $CTXCODE_MODEL), ask it QUESTION about the built-in data.
+# the model name from $CTXCODE_MODEL, which a local server needs), ask it
+# QUESTION about the built-in data.
 # Without one, run the offline reference model over every built-in task in
 # both modes and print accuracy and cost per mode: the harness's cost floor.
 QUESTION ?= How many tasks are blocked?

@@ -12,8 +12,10 @@
 // the cell's output:
 //   - repairs of obvious mistakes: Markdown fences, prose around a single
 //     code block, interpreter prompts. It never rewrites what code means.
-//   - a cell identical to an earlier one is not run again; the note points
-//     to the earlier output.
+//   - a cell identical to the last cell that ran is not run again; the note
+//     points to its output.
+//   - a message cut at the output-token limit, or an empty one, is said to
+//     be so.
 //   - a kernel that dies (out of memory, exit, hard timeout) is restarted,
 //     the prefix is built again, and the note says what is bound again and
 //     what was lost; at most MaxRestarts times per run.
@@ -227,6 +229,12 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 	r.res.Wall = time.Since(r.started)
 	r.res.Cells = r.in.New
 	if err != nil {
+		tr.Emit("end", struct {
+			Status string `json:"status"`
+			Turns  int    `json:"turns"`
+			WallMS int64  `json:"wall_ms"`
+			Error  string `json:"error"`
+		}{"cancelled", r.res.Turns, r.res.Wall.Milliseconds(), err.Error()})
 		return r.res, err
 	}
 	end := struct {
@@ -306,6 +314,13 @@ type runner struct {
 	res     *Result
 	in      session.Input
 	started time.Time
+	// lastPrompt and lastEstimate are the provider's and the tokenizer's
+	// counts of the last request, to predict the next.
+	lastPrompt, lastEstimate int
+	// lastCode and lastCount are the last cell that ran in the kernel since
+	// it (re)started: only running it again is a repeat.
+	lastCode  string
+	lastCount int
 }
 
 func (r *runner) execOptions() kernel.ExecOptions {
@@ -333,16 +348,24 @@ func (r *runner) call(ctx context.Context) (reply llm.Reply, ok bool, err error)
 	if err != nil {
 		return reply, false, err
 	}
-	if r.res.Usage.PromptTokens+estimate > r.cfg.MaxPromptTokens {
+	// The next request is the last one plus what the turn added: predict it
+	// from the provider's last count when there is one, since providers
+	// count more than the cookbook's arithmetic (system tokens, templates).
+	predicted := estimate
+	if r.lastPrompt > 0 && estimate > r.lastEstimate {
+		predicted = r.lastPrompt + estimate - r.lastEstimate
+	}
+	if r.res.Usage.PromptTokens+predicted > r.cfg.MaxPromptTokens {
 		r.res.Status = MaxPromptTokens
 		r.res.Err = fmt.Errorf("the next request (about %d tokens) would take the run past its budget of %d prompt tokens (%d used)",
-			estimate, r.cfg.MaxPromptTokens, r.res.Usage.PromptTokens)
+			predicted, r.cfg.MaxPromptTokens, r.res.Usage.PromptTokens)
 		return reply, false, nil
 	}
 	r.res.Turns++
 	r.progress("waiting for the model")
 	reply, err = r.model.Complete(ctx, req)
-	ev := callEvent{Turn: r.res.Turns, Messages: len(req.Messages), RequestTokens: estimate}
+	ev := callEvent{Turn: r.res.Turns, Messages: len(req.Messages), RequestTokens: estimate,
+		LatencyMS: reply.Latency.Milliseconds(), Attempts: reply.Attempts, WaitedMS: reply.Waited.Milliseconds()}
 	if err != nil {
 		if ctx.Err() != nil {
 			return reply, false, ctx.Err()
@@ -357,7 +380,8 @@ func (r *runner) call(ctx context.Context) (reply llm.Reply, ok bool, err error)
 		return reply, false, nil
 	}
 	r.res.Usage.Add(reply.Usage)
-	ev.Usage, ev.LatencyMS, ev.Attempts, ev.WaitedMS = reply.Usage, reply.Latency.Milliseconds(), reply.Attempts, reply.Waited.Milliseconds()
+	r.lastPrompt, r.lastEstimate = reply.Usage.PromptTokens, estimate
+	ev.Usage = reply.Usage
 	ev.FinishReason, ev.Content, ev.ToolCalls = reply.FinishReason, reply.Content, reply.ToolCalls
 	r.tr.Emit("call", ev)
 	return reply, true, nil
@@ -422,12 +446,18 @@ func (r *runner) loop(ctx context.Context) error {
 			return nil
 		}
 		code, notes := repairCell(reply.Content)
+		if reply.FinishReason == "length" {
+			notes = append([]string{r.cutNote()}, notes...)
+		}
 		c := session.Cell{Code: code, Notes: notes, From: session.FromModel}
 		if len(notes) > 0 {
 			c.Reply = reply.Content
 		}
 		if strings.TrimSpace(code) == "" {
 			c.Reply = reply.Content
+			if strings.TrimSpace(reply.Content) == "" {
+				c.Reply = emptyMessage
+			}
 			c.Notes = append(c.Notes, "your message has no code: send the next cell as code only, or call ANSWER(value) in code")
 			r.add(c, 0)
 			continue
@@ -464,8 +494,9 @@ func (r *runner) evalCall(ctx context.Context, said string, call session.ToolCal
 // runCell runs c unless it repeats an earlier cell; done is true when the
 // run ended (an answer, or a kernel that cannot be kept alive).
 func (r *runner) runCell(ctx context.Context, c session.Cell) (done bool, err error) {
-	if n, ok := r.earlier(c.Code); ok {
-		c.Notes = append(c.Notes, fmt.Sprintf("this cell is the same as In [%d] and was not run again; its output is above", n))
+	if r.lastCount > 0 && strings.TrimSpace(c.Code) == r.lastCode {
+		n := r.lastCount
+		c.Notes = append(c.Notes, fmt.Sprintf("this cell is the same as In [%d], the last that ran, and was not run again; its output is above", n))
 		r.add(c, n)
 		return false, nil
 	}
@@ -478,6 +509,7 @@ func (r *runner) runCell(ctx context.Context, c session.Cell) (done bool, err er
 		return r.restart(ctx, c, err)
 	}
 	c.Result = res
+	r.lastCode, r.lastCount = strings.TrimSpace(c.Code), res.Count
 	if res.Status == kernel.StatusError && res.Error != nil && res.Error.Name == "SyntaxError" && looksLikeProse(c.Code) {
 		c.Notes = append(c.Notes, "your message runs as code: send only code, no prose; to answer, call ANSWER(value) in code")
 	}
@@ -502,6 +534,7 @@ func (r *runner) restart(ctx context.Context, c session.Cell, cause error) (bool
 		return true, nil
 	}
 	r.progress("restarting the kernel")
+	r.lastCode, r.lastCount = "", 0
 	note := "the kernel died (" + why + ") and was restarted"
 	err := r.s.Kernel.Restart(ctx)
 	if err == nil {
@@ -526,7 +559,7 @@ func (r *runner) restart(ctx context.Context, c session.Cell, cause error) (bool
 	if names := r.boundNames(ctx); names != "" {
 		note += " (" + names + ")"
 	}
-	note += "; everything the cells after it defined is lost: compute it again"
+	note += "; everything the cells after it defined is lost, Out[n] and _stdout[n] of earlier cells too: compute it again"
 	c.Notes = append(c.Notes, note)
 	r.add(c, 0)
 	return false, nil
@@ -544,20 +577,6 @@ func (r *runner) boundNames(ctx context.Context) string {
 		return ""
 	}
 	return clip(strings.TrimSpace(res.Stdout), 300)
-}
-
-// earlier finds an earlier cell (of the prefix or of this run) with the
-// same code, and its execution count.
-func (r *runner) earlier(code string) (int, bool) {
-	code = strings.TrimSpace(code)
-	for _, cells := range [][]session.Cell{r.in.Transcript.Cells, r.in.New} {
-		for _, c := range cells {
-			if c.Result.Count > 0 && strings.TrimSpace(c.Code) == code {
-				return c.Result.Count, true
-			}
-		}
-	}
-	return 0, false
 }
 
 // add appends a cell to the run and writes its event.
@@ -609,6 +628,9 @@ func (r *runner) oneShot(ctx context.Context) error {
 		return nil
 	}
 	code, notes := oneShotCode(reply.Content)
+	if reply.FinishReason == "length" {
+		notes = append([]string{r.cutNote()}, notes...)
+	}
 	c := session.Cell{Code: code, Notes: notes, Reply: reply.Content, From: session.FromModel}
 	if strings.TrimSpace(code) == "" {
 		c.Notes = append(c.Notes, "the reply has no code")
@@ -636,6 +658,18 @@ func (r *runner) oneShot(ctx context.Context) error {
 	}
 	r.res.Status = NoAnswer
 	return nil
+}
+
+// emptyMessage stands for an empty model message in the transcript: chat
+// APIs refuse an assistant message without content.
+const emptyMessage = "(an empty message)"
+
+func (r *runner) cutNote() string {
+	limit := ""
+	if r.cfg.MaxOutputTokens > 0 {
+		limit = fmt.Sprintf(" of %d", r.cfg.MaxOutputTokens)
+	}
+	return "your message was cut at the output-token limit" + limit + "; what arrived ran as it is: send shorter cells"
 }
 
 func looksLikeProse(code string) bool {

@@ -170,31 +170,50 @@ func TestBareLoopRepairsAndNotes(t *testing.T) {
 	fenced := "Let me count the teams first.\n```python\nlen(teams)\n```"
 	srv := llmtest.NewServer(t,
 		llmtest.Text(fenced, 700, 20),
-		llmtest.Text("I think about five tasks are blocked here.", 760, 10),
-		llmtest.Text("len(teams)", 800, 5),
-		llmtest.Text(">>> ANSWER(len(teams))", 840, 5),
+		llmtest.Text("len(teams)", 760, 5),
+		llmtest.Text("I think about five tasks are blocked here.", 800, 10),
+		llmtest.Reply{Content: "", FinishReason: "length", Usage: &llmtest.Usage{Prompt: 840, Completion: 4096}},
+		llmtest.Text(">>> ANSWER(len(teams))", 880, 5),
 	)
 	s := pmSession(t, "pm")
-	out := run(t, s, openAI(t, srv), agent.Config{}, "How many teams are there?")
+	out := run(t, s, openAI(t, srv), agent.Config{MaxOutputTokens: 4096}, "How many teams are there?")
 	require.Equal(t, agent.Answered, out.res.Status)
 	assert.Equal(t, "3", out.res.Answer)
 
 	reqs := srv.Requests()
-	require.Len(t, reqs, 4)
+	require.Len(t, reqs, 5)
 	// Turn 1: the fences and the prose went; the model's message is replayed as sent.
 	msgs := reqs[1].Body.Messages
 	assert.Equal(t, fenced, msgs[len(msgs)-2].Content)
 	assert.Equal(t, "[ctxcode: removed the Markdown fences around your code]\n"+
 		"[ctxcode: removed the prose around the code block; only the code runs]\nOut[7]: 3", lastUser(reqs[1]))
-	// Turn 2: prose runs as code; the SyntaxError is real and the note says why.
-	assert.Contains(t, lastUser(reqs[2]), "SyntaxError")
-	assert.Contains(t, lastUser(reqs[2]), "[ctxcode: your message runs as code: send only code")
-	// Turn 3: a repeat of cell 7 is not run again.
-	assert.Equal(t, "[ctxcode: this cell is the same as In [7] and was not run again; its output is above]", lastUser(reqs[3]))
+	// Turn 2: the same cell again is not run again.
+	assert.Equal(t, "[ctxcode: this cell is the same as In [7], the last that ran, and was not run again; its output is above]", lastUser(reqs[2]))
+	// Turn 3: prose runs as code; the SyntaxError is real and the note says why.
+	assert.Contains(t, lastUser(reqs[3]), "SyntaxError")
+	assert.Contains(t, lastUser(reqs[3]), "[ctxcode: your message runs as code: send only code")
+	// Turn 4: an empty message cut at the limit is said to be so, and replayed with content.
+	msgs = reqs[4].Body.Messages
+	assert.Equal(t, "(an empty message)", msgs[len(msgs)-2].Content)
+	assert.Contains(t, lastUser(reqs[4]), "[ctxcode: your message was cut at the output-token limit of 4096")
+	assert.Contains(t, lastUser(reqs[4]), "[ctxcode: your message has no code")
 	cells := out.cells()
-	require.Len(t, cells, 4)
-	assert.EqualValues(t, 7, cells[2]["repeat_of"])
-	assert.Contains(t, cells[3]["notes"], "removed the interpreter prompts (In [n]:, >>>, ...) before the lines")
+	require.Len(t, cells, 5)
+	assert.EqualValues(t, 7, cells[1]["repeat_of"])
+	assert.Contains(t, cells[4]["notes"], "removed the interpreter prompts (In [n]:, >>>, ...) before the lines")
+}
+
+// TestBareLoopRunsACellAgainAfterTheStateChanged: only the last cell that
+// ran is a repeat; after another cell, the same code runs again.
+func TestBareLoopRunsACellAgainAfterTheStateChanged(t *testing.T) {
+	srv := llmtest.NewServer(t,
+		llmtest.Text("ANSWER(x)", 700, 3),
+		llmtest.Text("x = len(users)", 720, 3),
+		llmtest.Text("ANSWER(x)", 740, 3),
+	)
+	out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{}, "How many users?")
+	require.Equal(t, agent.Answered, out.res.Status, out.raw)
+	assert.Equal(t, "30", out.res.Answer)
 }
 
 func TestBareLoopStatedAnswerIsUnexecuted(t *testing.T) {
@@ -248,6 +267,30 @@ func TestBudgets(t *testing.T) {
 		assert.Equal(t, agent.MaxPromptTokens, out.res.Status)
 		assert.Equal(t, 1, out.res.Turns, "the second call would pass the budget and is not made")
 		assert.ErrorContains(t, out.res.Err, "budget of 1200 prompt tokens (900 used)")
+	})
+	t.Run("prompt tokens the provider counts higher", func(t *testing.T) {
+		srv := llmtest.NewServer(t, llmtest.Text("1 + 1", 150_000, 3))
+		out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{}, blockedQ)
+		assert.Equal(t, agent.MaxPromptTokens, out.res.Status)
+		assert.Equal(t, 1, out.res.Turns, "the next request is predicted from the provider's count, not the tokenizer's")
+		assert.LessOrEqual(t, out.res.Usage.PromptTokens, 200_000)
+	})
+	t.Run("rate limited, then served", func(t *testing.T) {
+		srv := llmtest.NewServer(t,
+			llmtest.Reply{Status: 429, Header: map[string][]string{"Retry-After": {"0"}}, ErrorMessage: "slow down"},
+			llmtest.Reply{Status: 503, ErrorMessage: "overloaded"},
+			llmtest.Text("ANSWER(len(teams))", 700, 5))
+		out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{}, "How many teams?")
+		assert.Equal(t, agent.Answered, out.res.Status)
+		assert.Equal(t, 1, out.res.Turns, "retries are one turn")
+		assert.Equal(t, 700, out.res.Usage.PromptTokens)
+		var call map[string]any
+		for _, e := range out.events {
+			if e["type"] == "call" {
+				call = e
+			}
+		}
+		assert.EqualValues(t, 3, call["attempts"])
 	})
 	t.Run("context length", func(t *testing.T) {
 		srv := llmtest.NewServer(t, llmtest.Error(400, "context_length_exceeded", "This model's maximum context length is 4096 tokens."))

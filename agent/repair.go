@@ -60,10 +60,16 @@ func repairCell(msg string) (code string, notes []string) {
 	code = msg
 	if bs := blocks(msg); len(bs) == 1 {
 		b := bs[0]
+		before, after := msg[:b.start], msg[b.end:]
 		code = b.code
 		notes = append(notes, "removed the Markdown fences around your code")
-		if strings.TrimSpace(msg[:b.start]) != "" || strings.TrimSpace(msg[b.end:]) != "" {
+		switch {
+		case strings.TrimSpace(before) == "" && strings.TrimSpace(after) == "":
+		case isProse(before) && isProse(after):
 			notes = append(notes, "removed the prose around the code block; only the code runs")
+		default:
+			// Code outside the fences is code: keep it, in order.
+			code = strings.Trim(before, "\n") + "\n" + b.code + "\n" + strings.Trim(after, "\n")
 		}
 	}
 	if stripped, ok := stripPrompts(code); ok {
@@ -149,5 +155,31 @@ func oneShotCode(msg string) (code string, notes []string) {
 			break
 		}
 	}
-	return strings.Trim(bs[pick].code, "\n"), []string{"your reply had " + strconv.Itoa(len(bs)) + " code blocks; ran block " + strconv.Itoa(pick+1) + ", the last that calls ANSWER"}
+	why := "the last that calls ANSWER"
+	if !strings.Contains(bs[pick].code, "ANSWER(") {
+		why = "the last; none calls ANSWER"
+	}
+	return strings.Trim(bs[pick].code, "\n"), []string{"your reply had " + strconv.Itoa(len(bs)) + " code blocks; ran block " + strconv.Itoa(pick+1) + ", " + why}
+}
+
+// isProse says whether text outside a code block reads as sentences, not
+// code: every line that is not blank has none of the characters code is
+// made of, and ends like a sentence or starts like one.
+func isProse(text string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if strings.ContainsAny(line, "()[]{}=<>+*/\\`") {
+			return false
+		}
+		words := strings.Fields(line)
+		endsLikeSentence := strings.ContainsAny(line[len(line)-1:], ".!?:")
+		startsLikeSentence := len(words) >= 3 && line[0] >= 'A' && line[0] <= 'Z'
+		if !endsLikeSentence && !startsLikeSentence {
+			return false
+		}
+	}
+	return true
 }

@@ -114,7 +114,7 @@ func (c Config) String() string {
 	}
 	return fmt.Sprintf("llm.Config{Model:%q BaseURL:%q APIKey:%s Temperature:%g MaxOutputTokens:%d Seed:%s "+
 		"Timeout:%s MaxRetries:%d RetryBase:%s RetryMax:%s Encoding:%q}",
-		c.Model, c.BaseURL, key, c.Temperature, c.MaxOutputTokens, seed,
+		c.Model, SafeURL(c.BaseURL), key, c.Temperature, c.MaxOutputTokens, seed,
 		c.Timeout, c.MaxRetries, c.RetryBase, c.RetryMax, c.Encoding)
 }
 
@@ -275,7 +275,7 @@ func (c *OpenAI) classify(err error, x *exchange, timedOut bool) error {
 	switch {
 	case timedOut:
 		x.retry = true
-		return fmt.Errorf("no complete reply from %s within %s (the per-request timeout)", c.cfg.BaseURL, c.cfg.Timeout)
+		return fmt.Errorf("no complete reply from %s within %s (the per-request timeout)", SafeURL(c.cfg.BaseURL), c.cfg.Timeout)
 	case errors.As(err, &oe):
 		ae := c.apiError(oe.HTTPStatusCode, codeString(oe.Code), oe.Type, oe.Message)
 		x.retry = ae.retryable()
@@ -304,19 +304,19 @@ func (c *OpenAI) classify(err error, x *exchange, timedOut bool) error {
 		// The body of a success did not decode.
 		x.retry = true
 		return fmt.Errorf("%s answered %d with a body that is not a chat completion (%v): %s; check that the base URL is an OpenAI-compatible API",
-			c.cfg.BaseURL, x.status, err, snippet(x.head))
+			SafeURL(c.cfg.BaseURL), x.status, err, snippet(x.head))
 	case connectionLost(err):
 		x.retry = true
-		return fmt.Errorf("connection to %s lost: %w", c.cfg.BaseURL, err)
+		return fmt.Errorf("connection to %s lost: %w", SafeURL(c.cfg.BaseURL), err)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		x.retry = true
-		return fmt.Errorf("talking to %s: %w", c.cfg.BaseURL, err)
+		return fmt.Errorf("talking to %s: %w", SafeURL(c.cfg.BaseURL), err)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return fmt.Errorf("cannot reach %s: %w; check the base URL and that the server is running", c.cfg.BaseURL, err)
+		return fmt.Errorf("cannot reach %s: %w; check the base URL and that the server is running", SafeURL(c.cfg.BaseURL), err)
 	}
 	// go-openai's own checks, before anything is sent.
 	return fmt.Errorf("invalid request for model %q: %w", c.cfg.Model, err)
@@ -335,7 +335,7 @@ func (c *OpenAI) apiError(status int, code, typ, msg string) *APIError {
 	if code == strconv.Itoa(status) {
 		code = "" // llama.cpp and vLLM repeat the status as the code
 	}
-	return &APIError{Status: status, Code: code, Type: typ, Message: c.redact(msg), Model: c.cfg.Model, BaseURL: c.cfg.BaseURL}
+	return &APIError{Status: status, Code: code, Type: typ, Message: c.redact(msg), Model: c.cfg.Model, BaseURL: SafeURL(c.cfg.BaseURL)}
 }
 
 // codeString is the provider's error code, a string or a number.
@@ -430,7 +430,7 @@ func reasoningModel(name string) bool {
 func (c *OpenAI) read(resp openai.ChatCompletionResponse, req session.Request, reply *Reply) error {
 	if len(resp.Choices) == 0 {
 		return fmt.Errorf("%s answered with no choices: %s; check that the base URL is an OpenAI-compatible API",
-			c.cfg.BaseURL, c.redact(snippetJSON(resp)))
+			SafeURL(c.cfg.BaseURL), c.redact(snippetJSON(resp)))
 	}
 	ch := resp.Choices[0]
 	reply.Content = ch.Message.Content
@@ -627,4 +627,19 @@ func (h *headReader) Read(p []byte) (int, error) {
 		h.x.head = append(h.x.head, p[:min(n, room)]...)
 	}
 	return n, err
+}
+
+// SafeURL is u without the parts that may hold a secret (user:password and
+// the query), for messages and trajectories.
+func SafeURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(a malformed URL)"
+	}
+	p.User = nil
+	if p.RawQuery != "" {
+		p.RawQuery = "…"
+	}
+	p.Fragment = ""
+	return p.String()
 }

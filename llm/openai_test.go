@@ -803,3 +803,13 @@ func TestAPIErrorMessages(t *testing.T) {
 	assert.Equal(t, `404 Not Found from http://h/v1: no such model; check the model name "gtp-4o" and the base URL http://h/v1 (an OpenAI-compatible API usually ends in /v1)`, e.Error())
 	assert.False(t, errors.Is(e, ErrContextLength))
 }
+
+func TestSafeURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://api.openai.com/v1":                     "https://api.openai.com/v1",
+		"https://user:secret@example.com/v1?api-key=xy": "https://example.com/v1?…",
+		"http://localhost:11434/v1":                     "http://localhost:11434/v1",
+	} {
+		assert.Equal(t, want, SafeURL(in))
+	}
+}

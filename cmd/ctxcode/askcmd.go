@@ -129,6 +129,22 @@ func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
 		return nil, usagef("--encoding: %v", err)
 	}
 	o.agent.Encoding = session.Encoding(o.encoding)
+	switch {
+	case o.agent.MaxTurns < 1:
+		return nil, usagef("--max-turns %d: a run needs at least one turn", o.agent.MaxTurns)
+	case o.agent.MaxPromptTokens < 1:
+		return nil, usagef("--max-prompt-tokens %d: give a positive number of tokens", o.agent.MaxPromptTokens)
+	case o.agent.MaxOutputTokens < 1:
+		return nil, usagef("--max-output-tokens %d: give a positive number of tokens", o.agent.MaxOutputTokens)
+	case o.agent.CellTimeout <= 0:
+		return nil, usagef("--timeout %s: give a positive duration such as 30s", o.agent.CellTimeout)
+	case o.reqTimeout <= 0:
+		return nil, usagef("--request-timeout %s: give a positive duration such as 2m", o.reqTimeout)
+	case o.agent.MaxRestarts < 0:
+		return nil, usagef("--max-restarts %d: give 0 (never restart) or more", o.agent.MaxRestarts)
+	case o.agent.MaxRestarts == 0:
+		o.agent.MaxRestarts = -1 // the agent's zero means its default
+	}
 	if o.agent.OutputBudget == 0 {
 		return nil, usagef("--output-budget 0 would show the model nothing: give a number of characters, or -1 for no limit")
 	}
@@ -136,8 +152,15 @@ func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
 		o.model = os.Getenv("CTXCODE_MODEL")
 	}
 	if o.model == "" {
-		if os.Getenv("OPENAI_API_KEY") == "" && os.Getenv("OPENAI_BASE_URL") == "" && o.baseURL == "" {
+		base := o.baseURL
+		if base == "" {
+			base = os.Getenv("OPENAI_BASE_URL")
+		}
+		switch {
+		case os.Getenv("OPENAI_API_KEY") == "" && base == "":
 			return nil, usagef("ask: no model is configured: set OPENAI_API_KEY (and --model), or OPENAI_BASE_URL or --base-url for a local server, or use --model reference to run the built-in tasks offline")
+		case base != "" && strings.TrimRight(base, "/") != llm.OpenAIBaseURL:
+			return nil, usagef("ask: name the model to ask at %s with --model NAME (or $CTXCODE_MODEL)", llm.SafeURL(base))
 		}
 		o.model = "gpt-4o-mini"
 	}
@@ -176,7 +199,7 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return usagef("--trajectory %s exists; pass --force to overwrite it", o.trajectory)
 		}
 		if err != nil {
-			return err
+			return usagef("--trajectory: %v", err)
 		}
 		defer f.Close()
 		traj = agent.NewTrajectory(f)
@@ -228,6 +251,10 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		results = append(results, res)
 		if o.task == "all" {
 			printTaskLine(stderr, res)
+			if st := res.res.Status; st == agent.ModelFailed || st == agent.KernelFailed {
+				// The next task would fail the same way: stop at the first.
+				return fmt.Errorf("task %s: %s: %w", res.job.task.ID, st, res.res.Err)
+			}
 		}
 	}
 	if err := traj.Err(); err != nil {
@@ -418,10 +445,11 @@ func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job 
 	}
 	info := agent.Info{Model: s.model.Name(), Question: job.question}
 	if o.model != "reference" {
-		info.BaseURL = o.baseURL
-		if info.BaseURL == "" {
-			info.BaseURL = llm.DefaultConfig().BaseURL
+		base := o.baseURL
+		if base == "" {
+			base = llm.DefaultConfig().BaseURL
 		}
+		info.BaseURL = llm.SafeURL(base)
 	}
 	if job.task != nil {
 		info.Task = job.task.ID
@@ -462,7 +490,7 @@ func (r askResult) record() map[string]any {
 	rec := map[string]any{
 		"question":       r.job.question,
 		"mode":           r.job.mode,
-		"answer":         nullable(r.res.Answer),
+		"answer":         answerValue(r.res),
 		"answer_source":  nullable(r.res.AnswerSource),
 		"status":         r.res.Status,
 		"turns":          r.res.Turns,
@@ -487,6 +515,18 @@ func (r askResult) record() map[string]any {
 		rec["error"] = r.res.Err.Error()
 	}
 	return rec
+}
+
+// answerValue is the answer as a JSON value: the executed value as it is,
+// a stated answer as the text the model wrote, null without one.
+func answerValue(res *agent.Result) any {
+	switch {
+	case res.Answer == "":
+		return nil
+	case res.AnswerSource == agent.Executed && json.Valid([]byte(res.Answer)):
+		return json.RawMessage(res.Answer)
+	}
+	return res.Answer
 }
 
 func nullable(s string) any {

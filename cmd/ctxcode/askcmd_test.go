@@ -59,16 +59,18 @@ func TestAskReference(t *testing.T) {
 	}
 	assert.Equal(t, "executed", rec["answer_source"])
 	assert.Equal(t, true, rec["correct"])
+	assert.NotContains(t, got.stdout, `"answer":"\"`, "an executed answer is a JSON value, not JSON in a string")
 	assert.Equal(t, "oneshot", rec["mode"])
 }
 
 func TestAskEveryTaskWithTheReferenceModel(t *testing.T) {
 	requirePython(t)
 	dir := pmData(t)
-	got := runCLI(t, "", "ask", "--task", "all", "--mode", "oneshot", "--model", "reference", "--data", dir, "--sandbox", "local")
+	got := runCLI(t, "", "ask", "--task", "all", "--mode", "loop,oneshot", "--model", "reference", "--data", dir, "--sandbox", "local")
 	require.Equal(t, exitOK, got.code, got.stderr)
+	assert.Regexp(t, regexp.MustCompile(`loop\s+24/24\s+100%\s+1\.00`), got.stdout)
 	assert.Regexp(t, regexp.MustCompile(`oneshot\s+24/24\s+100%\s+1\.00`), got.stdout)
-	assert.Equal(t, 24, strings.Count(got.stderr, " correct "), got.stderr)
+	assert.Equal(t, 48, strings.Count(got.stderr, " correct "), got.stderr)
 }
 
 func TestAskReferenceInDocker(t *testing.T) {
@@ -117,7 +119,7 @@ func TestAskNoAnswerExitsThree(t *testing.T) {
 	dir := pmData(t)
 	srv := llmtest.NewServer(t, llmtest.Text("len(tasks)", 700, 3))
 	t.Setenv("OPENAI_API_KEY", "sk-x")
-	got := runCLI(t, "", "ask", "How many tasks?", "--base-url", srv.URL, "--data", dir, "--sandbox", "local", "--max-turns", "1")
+	got := runCLI(t, "", "ask", "How many tasks?", "--model", "m", "--base-url", srv.URL, "--data", dir, "--sandbox", "local", "--max-turns", "1")
 	assert.Equal(t, exitNoAnswer, got.code, got.stderr)
 	assert.Contains(t, got.stdout, "no answer (max_turns)")
 	assert.Contains(t, got.stdout, "[1 turn, 700 context tokens, 3 output tokens, 0 cached")
@@ -128,7 +130,7 @@ func TestAskModelFailureExitsOne(t *testing.T) {
 	dir := pmData(t)
 	srv := llmtest.NewServer(t, llmtest.Error(401, "invalid_api_key", "Incorrect API key provided"))
 	t.Setenv("OPENAI_API_KEY", "sk-wrong")
-	got := runCLI(t, "", "ask", "How many tasks?", "--base-url", srv.URL, "--data", dir, "--sandbox", "local")
+	got := runCLI(t, "", "ask", "How many tasks?", "--model", "m", "--base-url", srv.URL, "--data", dir, "--sandbox", "local")
 	assert.Equal(t, exitInfra, got.code)
 	assert.Contains(t, got.stderr, "OPENAI_API_KEY")
 	assert.NotContains(t, got.stderr, "sk-wrong")
@@ -152,6 +154,11 @@ func TestAskUsageErrors(t *testing.T) {
 		{"unknown task", []string{"ask", "--task", "s-t9-9", "--model", "reference", "--data", dir, "--sandbox", "local"}, `--task "s-t9-9": no such task`},
 		{"reference off script", []string{"ask", "What is the meaning of life?", "--model", "reference", "--data", dir, "--sandbox", "local"}, "plays only the built-in tasks"},
 		{"bad protocol", []string{"ask", "q?", "--protocol", "cli", "--model", "reference"}, `--protocol "cli": expected bare or eval`},
+		{"zero turns", []string{"ask", "q?", "--model", "reference", "--max-turns", "0"}, "at least one turn"},
+		{"negative restarts", []string{"ask", "q?", "--model", "reference", "--max-restarts", "-1"}, "give 0 (never restart) or more"},
+		{"no timeout", []string{"ask", "q?", "--model", "reference", "--timeout", "0s"}, "give a positive duration"},
+		{"a local server needs a model name", []string{"ask", "q?", "--base-url", "http://localhost:11434/v1"}, "name the model to ask at http://localhost:11434/v1"},
+		{"trajectory in a missing folder", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", dir, "--sandbox", "local", "--trajectory", filepath.Join(dir, "no", "t.jsonl")}, "--trajectory: open"},
 		{"not a folder", []string{"ask", "q?", "--model", "reference", "--data", filepath.Join(dir, "nope")}, "not a folder"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,7 +177,7 @@ func TestAskAnyFolder(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sales.csv"), []byte("region,amount\nnorth,10\nsouth,32\nnorth,5\n"), 0o644))
 	srv := llmtest.NewServer(t, llmtest.Text("ANSWER(sum(int(r['amount']) for r in sales if r['region'] == 'north'))", 500, 20))
 	t.Setenv("OPENAI_API_KEY", "sk-x")
-	got := runCLI(t, "", "ask", "--base-url", srv.URL, "--data", dir, "--sandbox", "local", "How much did the north sell?")
+	got := runCLI(t, "", "ask", "--model", "m", "--base-url", srv.URL, "--data", dir, "--sandbox", "local", "How much did the north sell?")
 	require.Equal(t, exitOK, got.code, got.stderr)
 	assert.True(t, strings.HasPrefix(got.stdout, "15\n"), got.stdout)
 	first := srv.Requests()[0].Body.Messages
