@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -16,101 +14,25 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcode/ctxcode/llm/llmtest"
 	"github.com/ctxcode/ctxcode/session"
 )
 
 const testKey = "sk-test-0123456789-secret"
 
-// scripted is one reply of the fake server.
-type scripted struct {
-	status int               // 0 is 200
-	header map[string]string // extra response headers
-	body   string
-	delay  time.Duration // wait before replying (cut short when the client goes away)
-	hangup bool          // close the connection without replying
-}
-
-// fakeServer is an OpenAI-compatible chat-completions endpoint that plays a
-// script of replies in order and records every request. At cleanup it
-// checks that every scripted reply was consumed and no request came after
-// the script ran out.
-type fakeServer struct {
-	t      *testing.T
-	srv    *httptest.Server
-	script []scripted
-
-	mu       sync.Mutex
-	served   int
-	requests []map[string]any // decoded request bodies
-	auth     []string         // Authorization headers
-}
-
-func newFakeServer(t *testing.T, script ...scripted) *fakeServer {
+// requestBody is the n-th request f received (from 0), decoded.
+func requestBody(t *testing.T, f *llmtest.Server, n int) map[string]any {
 	t.Helper()
-	f := &fakeServer{t: t, script: script}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.handle))
-	t.Cleanup(func() {
-		f.srv.Close()
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		assert.Equal(t, len(f.script), f.served, "every scripted reply is consumed")
-	})
-	return f
-}
-
-// baseURL is the API root, as users write it.
-func (f *fakeServer) baseURL() string { return f.srv.URL + "/v1" }
-
-func (f *fakeServer) handle(w http.ResponseWriter, r *http.Request) {
-	assert.Equal(f.t, http.MethodPost, r.Method)
-	assert.Equal(f.t, "/v1/chat/completions", r.URL.Path)
+	reqs := f.Requests()
+	require.Greater(t, len(reqs), n, "request %d was made", n)
 	var body map[string]any
-	assert.NoError(f.t, json.NewDecoder(r.Body).Decode(&body), "the request body is JSON")
-
-	f.mu.Lock()
-	f.requests = append(f.requests, body)
-	f.auth = append(f.auth, r.Header.Get("Authorization"))
-	n := f.served
-	f.served++
-	f.mu.Unlock()
-	if n >= len(f.script) {
-		f.t.Errorf("request %d came after the %d scripted replies", n+1, len(f.script))
-		http.Error(w, "unexpected request", http.StatusTeapot)
-		return
-	}
-	s := f.script[n]
-	if s.delay > 0 {
-		select {
-		case <-time.After(s.delay):
-		case <-r.Context().Done():
-			return
-		}
-	}
-	if s.hangup {
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if assert.NoError(f.t, err) {
-			assert.NoError(f.t, conn.Close())
-		}
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	for k, v := range s.header {
-		w.Header().Set(k, v)
-	}
-	status := s.status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	w.WriteHeader(status)
-	_, _ = io.WriteString(w, s.body)
+	require.NoError(t, json.Unmarshal(reqs[n].Raw, &body))
+	return body
 }
 
-// request returns the n-th request body (from 0).
-func (f *fakeServer) request(n int) map[string]any {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	require.Greater(f.t, len(f.requests), n, "request %d was made", n)
-	return f.requests[n]
+// authorization is the Authorization header of the n-th request.
+func authorization(f *llmtest.Server, n int) string {
+	return f.Requests()[n].Header.Get("Authorization")
 }
 
 // completion is a chat-completion body with one choice.
@@ -135,10 +57,10 @@ func errorBody(message, typ, code string) string {
 }
 
 // testConfig is a fast configuration against f.
-func testConfig(f *fakeServer) Config {
+func testConfig(f *llmtest.Server) Config {
 	return Config{
 		Model:     "test-model",
-		BaseURL:   f.baseURL(),
+		BaseURL:   f.URL,
 		APIKey:    testKey,
 		RetryBase: 10 * time.Millisecond,
 		RetryMax:  50 * time.Millisecond,
@@ -176,7 +98,7 @@ func evalRequest() session.Request {
 }
 
 func TestCompleteSuccess(t *testing.T) {
-	f := newFakeServer(t, scripted{body: completion("len(tasks)",
+	f := llmtest.NewServer(t, llmtest.Reply{Body: completion("len(tasks)",
 		`{"prompt_tokens":1200,"completion_tokens":90,"total_tokens":1290,`+
 			`"prompt_tokens_details":{"cached_tokens":1024},"completion_tokens_details":{"reasoning_tokens":64}}`)})
 	c := newClient(t, testConfig(f))
@@ -195,7 +117,7 @@ func TestCompleteSuccess(t *testing.T) {
 	want, err := session.CountRequest(session.O200kBase, req)
 	require.NoError(t, err)
 	assert.Equal(t, want, reply.RequestTokens, "the request's own estimate, whatever the provider reports")
-	assert.Equal(t, "Bearer "+testKey, f.auth[0])
+	assert.Equal(t, "Bearer "+testKey, authorization(f, 0))
 	assert.Equal(t, "test-model", c.Name())
 }
 
@@ -290,25 +212,25 @@ func TestRequestBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t, scripted{body: completion("ok", plainUsage)})
+			f := llmtest.NewServer(t, llmtest.Reply{Body: completion("ok", plainUsage)})
 			cfg := testConfig(f)
 			if tt.cfg != nil {
 				tt.cfg(&cfg)
 			}
 			_, err := newClient(t, cfg).Complete(context.Background(), tt.req)
 			require.NoError(t, err)
-			tt.check(t, f.request(0))
+			tt.check(t, requestBody(t, f, 0))
 		})
 	}
 }
 
 func TestToolCallReply(t *testing.T) {
-	f := newFakeServer(t,
-		scripted{body: completionWith(`{"role":"assistant","content":null,"tool_calls":[`+
+	f := llmtest.NewServer(t,
+		llmtest.Reply{Body: completionWith(`{"role":"assistant","content":null,"tool_calls":[`+
 			`{"id":"call_abc","type":"function","function":{"name":"eval","arguments":"{\"code\":\"ANSWER(len(tasks))\"}"}}]}`,
 			"tool_calls", plainUsage)},
 		// A local server that sends no id: one is made up, after the request's own calls.
-		scripted{body: completionWith(`{"role":"assistant","content":"","tool_calls":[`+
+		llmtest.Reply{Body: completionWith(`{"role":"assistant","content":"","tool_calls":[`+
 			`{"type":"function","function":{"name":"eval","arguments":"{\"code\":\"1\"}"}}]}`,
 			"tool_calls", plainUsage)},
 	)
@@ -328,21 +250,21 @@ func TestToolCallReply(t *testing.T) {
 func TestRetryAfter(t *testing.T) {
 	tests := []struct {
 		name    string
-		header  func() map[string]string
+		header  func() http.Header
 		minWait time.Duration
 	}{
-		{"seconds", func() map[string]string { return map[string]string{"Retry-After": "1"} }, time.Second},
-		{"milliseconds", func() map[string]string { return map[string]string{"Retry-After-Ms": "300"} }, 300 * time.Millisecond},
+		{"seconds", func() http.Header { return http.Header{"Retry-After": {"1"}} }, time.Second},
+		{"milliseconds", func() http.Header { return http.Header{"Retry-After-Ms": {"300"}} }, 300 * time.Millisecond},
 		// HTTP dates have whole seconds: 2s ahead is more than 1s away.
-		{"HTTP date", func() map[string]string {
-			return map[string]string{"Retry-After": time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat)}
+		{"HTTP date", func() http.Header {
+			return http.Header{"Retry-After": {time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat)}}
 		}, 500 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t,
-				scripted{status: 429, header: tt.header(), body: errorBody("Rate limit reached", "requests", "rate_limit_exceeded")},
-				scripted{body: completion("ok", plainUsage)},
+			f := llmtest.NewServer(t,
+				llmtest.Reply{Status: 429, Header: tt.header(), Body: errorBody("Rate limit reached", "requests", "rate_limit_exceeded")},
+				llmtest.Reply{Body: completion("ok", plainUsage)},
 			)
 			cfg := testConfig(f)
 			cfg.RetryMax = 5 * time.Second // above what the server asks for
@@ -357,9 +279,9 @@ func TestRetryAfter(t *testing.T) {
 }
 
 func TestRetryAfterIsCappedByRetryMax(t *testing.T) {
-	f := newFakeServer(t,
-		scripted{status: 503, header: map[string]string{"Retry-After": "3600"}, body: errorBody("overloaded", "server_error", "")},
-		scripted{body: completion("ok", plainUsage)},
+	f := llmtest.NewServer(t,
+		llmtest.Reply{Status: 503, Header: http.Header{"Retry-After": {"3600"}}, Body: errorBody("overloaded", "server_error", "")},
+		llmtest.Reply{Body: completion("ok", plainUsage)},
 	)
 	cfg := testConfig(f)
 	cfg.RetryMax = 20 * time.Millisecond
@@ -370,10 +292,10 @@ func TestRetryAfterIsCappedByRetryMax(t *testing.T) {
 }
 
 func TestRetryServerErrors(t *testing.T) {
-	f := newFakeServer(t,
-		scripted{status: 500, body: errorBody("The server had an error", "server_error", "")},
-		scripted{status: 502, header: map[string]string{"Content-Type": "text/html"}, body: "<html>Bad Gateway</html>"},
-		scripted{body: completion("ok", plainUsage)},
+	f := llmtest.NewServer(t,
+		llmtest.Reply{Status: 500, Body: errorBody("The server had an error", "server_error", "")},
+		llmtest.Reply{Status: 502, Header: http.Header{"Content-Type": {"text/html"}}, Body: "<html>Bad Gateway</html>"},
+		llmtest.Reply{Body: completion("ok", plainUsage)},
 	)
 	reply, err := newClient(t, testConfig(f)).Complete(context.Background(), simpleRequest())
 	require.NoError(t, err)
@@ -383,11 +305,11 @@ func TestRetryServerErrors(t *testing.T) {
 }
 
 func TestRetriesExhausted(t *testing.T) {
-	var script []scripted
+	var script []llmtest.Reply
 	for range 4 {
-		script = append(script, scripted{status: 503, body: errorBody("The engine is currently overloaded", "server_error", "")})
+		script = append(script, llmtest.Reply{Status: 503, Body: errorBody("The engine is currently overloaded", "server_error", "")})
 	}
-	f := newFakeServer(t, script...)
+	f := llmtest.NewServer(t, script...)
 	cfg := testConfig(f)
 	cfg.MaxRetries = 3
 
@@ -404,7 +326,7 @@ func TestRetriesExhausted(t *testing.T) {
 }
 
 func TestNoRetries(t *testing.T) {
-	f := newFakeServer(t, scripted{status: 500, body: errorBody("boom", "server_error", "")})
+	f := llmtest.NewServer(t, llmtest.Reply{Status: 500, Body: errorBody("boom", "server_error", "")})
 	cfg := testConfig(f)
 	cfg.MaxRetries = -1
 	reply, err := newClient(t, cfg).Complete(context.Background(), simpleRequest())
@@ -414,10 +336,10 @@ func TestNoRetries(t *testing.T) {
 
 func TestMalformedBody(t *testing.T) {
 	t.Run("retried as a server fault", func(t *testing.T) {
-		f := newFakeServer(t,
-			scripted{body: "<html><body>Welcome to nginx!</body></html>"},
-			scripted{body: `{"id":"x","choices":[]}`},
-			scripted{body: completion("ok", plainUsage)},
+		f := llmtest.NewServer(t,
+			llmtest.Reply{Body: "<html><body>Welcome to nginx!</body></html>"},
+			llmtest.Reply{Body: `{"id":"x","choices":[]}`},
+			llmtest.Reply{Body: completion("ok", plainUsage)},
 		)
 		reply, err := newClient(t, testConfig(f)).Complete(context.Background(), simpleRequest())
 		require.NoError(t, err)
@@ -425,23 +347,23 @@ func TestMalformedBody(t *testing.T) {
 		assert.Equal(t, 3, reply.Attempts)
 	})
 	t.Run("fails naming the base URL", func(t *testing.T) {
-		f := newFakeServer(t, scripted{body: "<html>not an API</html>"}, scripted{body: "<html>not an API</html>"})
+		f := llmtest.NewServer(t, llmtest.Reply{Body: "<html>not an API</html>"}, llmtest.Reply{Body: "<html>not an API</html>"})
 		cfg := testConfig(f)
 		cfg.MaxRetries = 1
 		_, err := newClient(t, cfg).Complete(context.Background(), simpleRequest())
 		require.Error(t, err)
 		msg := err.Error()
 		assert.Contains(t, msg, "gave up after 2 attempts")
-		assert.Contains(t, msg, f.baseURL())
+		assert.Contains(t, msg, f.URL)
 		assert.Contains(t, msg, "not a chat completion")
 		assert.Contains(t, msg, "<html>not an API</html>", "the head of the body helps to see what answered")
 	})
 }
 
 func TestTimeoutThenSuccess(t *testing.T) {
-	f := newFakeServer(t,
-		scripted{delay: time.Second, body: completion("too late", plainUsage)},
-		scripted{body: completion("ok", plainUsage)},
+	f := llmtest.NewServer(t,
+		llmtest.Reply{Delay: time.Second, Body: completion("too late", plainUsage)},
+		llmtest.Reply{Body: completion("ok", plainUsage)},
 	)
 	cfg := testConfig(f)
 	cfg.Timeout = 200 * time.Millisecond
@@ -453,7 +375,7 @@ func TestTimeoutThenSuccess(t *testing.T) {
 }
 
 func TestTimeoutEveryTime(t *testing.T) {
-	f := newFakeServer(t, scripted{delay: time.Second}, scripted{delay: time.Second})
+	f := llmtest.NewServer(t, llmtest.Reply{Delay: time.Second}, llmtest.Reply{Delay: time.Second})
 	cfg := testConfig(f)
 	cfg.Timeout = 100 * time.Millisecond
 	cfg.MaxRetries = 1
@@ -464,7 +386,7 @@ func TestTimeoutEveryTime(t *testing.T) {
 }
 
 func TestConnectionClosedIsRetried(t *testing.T) {
-	f := newFakeServer(t, scripted{hangup: true}, scripted{body: completion("ok", plainUsage)})
+	f := llmtest.NewServer(t, llmtest.Reply{Hangup: true}, llmtest.Reply{Body: completion("ok", plainUsage)})
 	reply, err := newClient(t, testConfig(f)).Complete(context.Background(), simpleRequest())
 	require.NoError(t, err)
 	assert.Equal(t, 2, reply.Attempts)
@@ -567,7 +489,7 @@ func TestErrorsNotRetried(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t, scripted{status: tt.status, body: tt.body}) // a second request would fail the server's check
+			f := llmtest.NewServer(t, llmtest.Reply{Status: tt.status, Body: tt.body}) // a second request would fail the server's check
 			reply, err := newClient(t, testConfig(f)).Complete(context.Background(), simpleRequest())
 			require.Error(t, err)
 			assert.Equal(t, 1, reply.Attempts)
@@ -588,9 +510,9 @@ func TestErrorsNotRetried(t *testing.T) {
 }
 
 func TestNoUsageIsEstimated(t *testing.T) {
-	f := newFakeServer(t,
-		scripted{body: completion("[t for t in tasks if t['overdue']]", "")},
-		scripted{body: completionWith(`{"role":"assistant","tool_calls":[`+
+	f := llmtest.NewServer(t,
+		llmtest.Reply{Body: completion("[t for t in tasks if t['overdue']]", "")},
+		llmtest.Reply{Body: completionWith(`{"role":"assistant","tool_calls":[`+
 			`{"id":"c","type":"function","function":{"name":"eval","arguments":"{\"code\":\"len(tasks)\"}"}}]}`,
 			"tool_calls", `{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}`)},
 	)
@@ -615,7 +537,7 @@ func TestNoUsageIsEstimated(t *testing.T) {
 }
 
 func TestCancelDuringBackoff(t *testing.T) {
-	f := newFakeServer(t, scripted{status: 429, header: map[string]string{"Retry-After": "30"}, body: errorBody("slow down", "requests", "rate_limit_exceeded")})
+	f := llmtest.NewServer(t, llmtest.Reply{Status: 429, Header: http.Header{"Retry-After": {"30"}}, Body: errorBody("slow down", "requests", "rate_limit_exceeded")})
 	cfg := testConfig(f)
 	cfg.RetryMax = time.Minute
 	ctx, cancel := context.WithCancel(context.Background())
@@ -630,7 +552,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 }
 
 func TestCancelledBeforeCall(t *testing.T) {
-	f := newFakeServer(t) // no request reaches the server
+	f := llmtest.NewServer(t) // no request reaches the server
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := newClient(t, testConfig(f)).Complete(ctx, simpleRequest())
@@ -639,13 +561,13 @@ func TestCancelledBeforeCall(t *testing.T) {
 
 func TestConcurrentCallsKeepTheirOwnRetryAfter(t *testing.T) {
 	// Two calls share a client; each sees only its own response headers.
-	var script []scripted
+	var script []llmtest.Reply
 	for range 2 {
 		script = append(script,
-			scripted{status: 429, header: map[string]string{"Retry-After-Ms": "50"}, body: errorBody("slow down", "requests", "rate_limit_exceeded")})
+			llmtest.Reply{Status: 429, Header: http.Header{"Retry-After-Ms": {"50"}}, Body: errorBody("slow down", "requests", "rate_limit_exceeded")})
 	}
-	script = append(script, scripted{body: completion("ok", plainUsage)}, scripted{body: completion("ok", plainUsage)})
-	f := newFakeServer(t, script...)
+	script = append(script, llmtest.Reply{Body: completion("ok", plainUsage)}, llmtest.Reply{Body: completion("ok", plainUsage)})
+	f := llmtest.NewServer(t, script...)
 	cfg := testConfig(f)
 	cfg.RetryMax = time.Second
 	c := newClient(t, cfg)
@@ -702,11 +624,11 @@ func TestNewOpenAI(t *testing.T) {
 		assert.NotNil(t, got.HTTPClient)
 	})
 	t.Run("a local server needs no key and gets no Authorization header", func(t *testing.T) {
-		f := newFakeServer(t, scripted{body: completion("ok", plainUsage)})
-		c := newClient(t, Config{Model: "qwen2.5-coder", BaseURL: f.baseURL() + "/"})
+		f := llmtest.NewServer(t, llmtest.Reply{Body: completion("ok", plainUsage)})
+		c := newClient(t, Config{Model: "qwen2.5-coder", BaseURL: f.URL + "/"})
 		_, err := c.Complete(context.Background(), simpleRequest())
 		require.NoError(t, err)
-		assert.Empty(t, f.auth[0])
+		assert.Empty(t, authorization(f, 0))
 	})
 }
 

@@ -35,6 +35,7 @@ type Reply struct {
 	ErrorCode    string
 	ErrorMessage string
 	Delay        time.Duration // wait before answering (the request's cancellation ends the wait)
+	Hangup       bool          // close the connection without answering
 }
 
 // Usage is the usage object of a response.
@@ -159,10 +160,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	for k, vs := range reply.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
+	if reply.Hangup {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			s.t.Errorf("llmtest: hang up: %v", err)
+			return
 		}
+		_ = conn.Close()
+		return
 	}
 	status := reply.Status
 	if status == 0 {
@@ -173,6 +178,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		body = s.body(reply, status, req.Body.Model)
 	}
 	w.Header().Set("Content-Type", "application/json")
+	for k, vs := range reply.Header {
+		w.Header().Del(k)
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, body)
 }
