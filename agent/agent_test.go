@@ -15,14 +15,13 @@ import (
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/datasets"
 	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/kernel/kerneltest"
 	"github.com/ctxcode/ctxcode/llm"
 	"github.com/ctxcode/ctxcode/llm/llmtest"
 	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/sandbox"
 	"github.com/ctxcode/ctxcode/session"
 )
-
-func strict() bool { return os.Getenv("CI") != "" || os.Getenv("CTXCODE_REQUIRE_DOCKER") == "1" }
 
 // pmData writes the s tier (seed 1) once per test binary.
 var pmDir string
@@ -42,29 +41,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func startPython(t *testing.T) kernel.Kernel {
-	t.Helper()
-	python, err := kernel.FindPython(os.Getenv("CTXCODE_PYTHON"))
-	if err != nil {
-		if strict() {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	tr, err := kernel.NewLocalPython(python, false, kernel.LocalConfig{DataDir: pmDir})
-	require.NoError(t, err)
-	k, err := kernel.Start(context.Background(), kernel.Python, tr, kernel.ClientOptions{Grace: time.Second})
-	if k != nil {
-		t.Cleanup(func() { _ = k.Close() })
-	}
-	require.NoError(t, err)
-	return k
-}
-
 // pmSession is a fresh kernel with the pm prefix built over the s tier.
 func pmSession(t *testing.T, name string) *agent.Session {
 	t.Helper()
-	k := startPython(t)
+	k := kerneltest.Python(t, pmDir)
 	p, err := prefixes.Load(name)
 	require.NoError(t, err)
 	cells, err := prefixes.Build(context.Background(), k, p, kernel.ExecOptions{Timeout: time.Minute})
@@ -353,7 +333,7 @@ func TestOneShot(t *testing.T) {
 // 24 built-in tasks of the s tier, in the loop and in one shot, on a local
 // kernel, and grades every answer.
 func TestReferenceAnswersEveryTask(t *testing.T) {
-	referenceEveryTask(t, startPython(t))
+	referenceEveryTask(t, kerneltest.Python(t, pmDir))
 }
 
 // TestReferenceAnswersEveryTaskInDocker does the same in the Docker sandbox.
@@ -361,14 +341,14 @@ func TestReferenceAnswersEveryTaskInDocker(t *testing.T) {
 	ctx := context.Background()
 	cli, err := sandbox.Connect(ctx)
 	if err != nil {
-		if strict() {
+		if kerneltest.Strict() {
 			t.Fatal(err)
 		}
 		t.Skip(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	if ok, err := sandbox.ImageExists(ctx, cli, sandbox.KernelImage()); err != nil || !ok {
-		if strict() {
+		if kerneltest.Strict() {
 			t.Fatalf("kernel image %s: %v (build it with ctxcode sandbox build)", sandbox.KernelImage(), err)
 		}
 		t.Skipf("kernel image %s is missing: build it with ctxcode sandbox build", sandbox.KernelImage())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxcode/ctxcode/datasets"
 	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/kernel/kerneltest"
 )
 
 // serveGoEnv makes the test binary serve the Go kernel.
@@ -29,8 +30,6 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
-
-func strict() bool { return os.Getenv("CI") != "" || os.Getenv("CTXCODE_REQUIRE_DOCKER") == "1" }
 
 // dataset generates a tier into a temporary folder and returns its tasks.
 func dataset(t *testing.T, tier string, seed int64) (string, []datasets.Task) {
@@ -105,25 +104,6 @@ func TestTasksDeterministic(t *testing.T) {
 	assert.NotEqual(t, a, c, "another seed asks other questions")
 }
 
-func pythonKernel(t *testing.T, dir string) kernel.Kernel {
-	t.Helper()
-	python, err := kernel.FindPython(os.Getenv("CTXCODE_PYTHON"))
-	if err != nil {
-		if strict() {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	tr, err := kernel.NewLocalPython(python, false, kernel.LocalConfig{DataDir: dir})
-	require.NoError(t, err)
-	k, err := kernel.Start(context.Background(), kernel.Python, tr, kernel.ClientOptions{})
-	if k != nil {
-		t.Cleanup(func() { _ = k.Close() })
-	}
-	require.NoError(t, err)
-	return k
-}
-
 func goKernel(t *testing.T, dir string) kernel.Kernel {
 	t.Helper()
 	exe, err := os.Executable()
@@ -163,7 +143,7 @@ func TestReferenceSolutions(t *testing.T) {
 			dir, tasks := dataset(t, tier, 1)
 
 			t.Run("python-pm", func(t *testing.T) {
-				k := pythonKernel(t, dir)
+				k := kerneltest.Python(t, dir)
 				runCell(t, k, datasets.PythonLoader)
 				for _, task := range tasks {
 					code, err := datasets.Reference(task, datasets.PythonPM)
@@ -172,7 +152,7 @@ func TestReferenceSolutions(t *testing.T) {
 				}
 			})
 			t.Run("python-load", func(t *testing.T) {
-				k := pythonKernel(t, dir)
+				k := kerneltest.Python(t, dir)
 				for _, task := range tasks {
 					code, err := datasets.Reference(task, datasets.PythonLoad)
 					require.NoError(t, err)

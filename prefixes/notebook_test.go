@@ -16,6 +16,7 @@ import (
 
 	"github.com/ctxcode/ctxcode/datasets"
 	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/kernel/kerneltest"
 	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/session"
 )
@@ -100,7 +101,7 @@ func TestExportNotebookPM(t *testing.T) {
 	require.NoError(t, err)
 	_, err = datasets.Generate(tier, 1).Write(dir, true)
 	require.NoError(t, err)
-	k := startPython(t, dir)
+	k := kerneltest.Python(t, dir)
 	p, err := prefixes.Load("pm")
 	require.NoError(t, err)
 	cells, err := prefixes.Build(context.Background(), k, p, kernel.ExecOptions{Timeout: time.Minute})
@@ -147,7 +148,7 @@ func TestExportNotebookPM(t *testing.T) {
 // stderr, fail and answer, each run in a real kernel.
 func TestExportNotebookOutputs(t *testing.T) {
 	python := nbPython(t)
-	k := startPython(t, "")
+	k := kerneltest.Python(t, "")
 	var cells []session.Cell
 	for _, code := range []string{
 		"import sys\nprint('hello')\nprint('careful', file=sys.stderr)\n41 + 1",

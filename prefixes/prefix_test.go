@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxcode/ctxcode/datasets"
 	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/kernel/kerneltest"
 	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/session"
 )
@@ -86,25 +87,6 @@ func TestLoad(t *testing.T) {
 	assert.Equal(t, pm.Rules, p.Rules)
 }
 
-func startPython(t *testing.T, dataDir string) kernel.Kernel {
-	t.Helper()
-	python, err := kernel.FindPython(os.Getenv("CTXCODE_PYTHON"))
-	if err != nil {
-		if os.Getenv("CI") != "" || os.Getenv("CTXCODE_REQUIRE_DOCKER") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	tr, err := kernel.NewLocalPython(python, false, kernel.LocalConfig{DataDir: dataDir})
-	require.NoError(t, err)
-	k, err := kernel.Start(context.Background(), kernel.Python, tr, kernel.ClientOptions{})
-	if k != nil {
-		t.Cleanup(func() { _ = k.Close() })
-	}
-	require.NoError(t, err)
-	return k
-}
-
 // TestBuildPM builds the pm prefix over a generated dataset: every output
 // comes from the kernel, and the variables stay bound for the model.
 func TestBuildPM(t *testing.T) {
@@ -113,7 +95,7 @@ func TestBuildPM(t *testing.T) {
 	require.NoError(t, err)
 	_, err = datasets.Generate(tier, 1).Write(dir, true)
 	require.NoError(t, err)
-	k := startPython(t, dir)
+	k := kerneltest.Python(t, dir)
 	p, err := prefixes.Load("pm")
 	require.NoError(t, err)
 	cells, err := prefixes.Build(context.Background(), k, p, kernel.ExecOptions{Timeout: time.Minute})
@@ -131,7 +113,7 @@ func TestBuildPM(t *testing.T) {
 }
 
 func TestBuildFailures(t *testing.T) {
-	k := startPython(t, "")
+	k := kerneltest.Python(t, "")
 	p, err := prefixes.Parse("broken.py", []byte("# %%\nx = 1\n# %%\n\nundefined_name\n"))
 	require.NoError(t, err)
 	cells, err := prefixes.Build(context.Background(), k, p, kernel.ExecOptions{})
@@ -159,7 +141,7 @@ func TestNoBindControl(t *testing.T) {
 	_, err = datasets.Generate(tier, 2).Write(dir, true)
 	require.NoError(t, err)
 	build := func(name string) ([]string, kernel.Kernel) {
-		k := startPython(t, dir)
+		k := kerneltest.Python(t, dir)
 		p, err := prefixes.Load(name)
 		require.NoError(t, err)
 		cells, err := prefixes.Build(context.Background(), k, p, kernel.ExecOptions{Timeout: time.Minute})
@@ -202,7 +184,7 @@ func TestInit(t *testing.T) {
 
 	p, err := prefixes.Parse("init.py", src)
 	require.NoError(t, err)
-	k := startPython(t, dir)
+	k := kerneltest.Python(t, dir)
 	cells, err := prefixes.Build(context.Background(), k, p, kernel.ExecOptions{Timeout: time.Minute})
 	require.NoError(t, err, text)
 	assert.Equal(t, "(2, 5, 1)", cells[1].Result.Value)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxcode/ctxcode/datasets"
 	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/kernel/kerneltest"
 	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/session"
 )
@@ -63,7 +64,7 @@ func TestRenderGolden(t *testing.T) {
 			require.NoError(t, err)
 			in := session.Input{Question: question, Skill: skill}
 			if tc.protocol != session.CLI {
-				cells, err := prefixes.Build(context.Background(), startPython(t, dir), p, kernel.ExecOptions{Timeout: time.Minute})
+				cells, err := prefixes.Build(context.Background(), kerneltest.Python(t, dir), p, kernel.ExecOptions{Timeout: time.Minute})
 				require.NoError(t, err)
 				in = p.Input(cells, question)
 			}
@@ -84,15 +85,7 @@ func BenchmarkRenderCountPM(b *testing.B) {
 	d := datasets.Generate(tier, 1)
 	_, err = d.Write(dir, true)
 	require.NoError(b, err)
-	python, err := kernel.FindPython(os.Getenv("CTXCODE_PYTHON"))
-	if err != nil {
-		b.Skip(err)
-	}
-	tr, err := kernel.NewLocalPython(python, false, kernel.LocalConfig{DataDir: dir})
-	require.NoError(b, err)
-	k, err := kernel.Start(context.Background(), kernel.Python, tr, kernel.ClientOptions{})
-	require.NoError(b, err)
-	defer k.Close()
+	k := kerneltest.Python(b, dir)
 	p, err := prefixes.Load("pm")
 	require.NoError(b, err)
 	cells, err := prefixes.Build(context.Background(), k, p, kernel.ExecOptions{Timeout: time.Minute})
