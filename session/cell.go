@@ -80,15 +80,7 @@ func (c Cell) Text(lang kernel.Language, budget int) string {
 		b.WriteString(line)
 		b.WriteByte('\n')
 	}
-	for _, note := range c.Notes {
-		b.WriteString(Note(note))
-		b.WriteByte('\n')
-	}
-	parts := c.outputParts(lang)
-	fit(parts, budget)
-	for _, p := range parts {
-		writeBlock(&b, p.text)
-	}
+	c.writeOutput(&b, lang, budget)
 	return b.String()
 }
 

@@ -275,10 +275,14 @@ func renderCLI(in Input) Request {
 		}
 		msgs = append(msgs,
 			Message{Role: "assistant", Content: c.Reply, ToolCalls: []ToolCall{*call}},
-			Message{Role: "tool", ToolCallID: call.ID, Content: c.Output("shell", in.Budget)})
+			Message{Role: "tool", ToolCallID: call.ID, Content: c.Output(shellOutput, in.Budget)})
 	}
 	return Request{Protocol: CLI, Messages: msgs, Tools: CLITools(), Stable: 1}
 }
+
+// shellOutput renders the output of a bash call: no kernel keeps it, so a
+// cut says to print less rather than pointing to _stdout[n].
+const shellOutput kernel.Language = "shell"
 
 // marshal is JSON without HTML escaping, as models write it.
 func marshal(v any) []byte {

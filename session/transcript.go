@@ -41,6 +41,15 @@ func Note(text string) string { return "[ctxcode: " + text + "]" }
 // A cell with no output at all reads "[ctxcode: no output]".
 func (c Cell) Output(lang kernel.Language, budget int) string {
 	var b strings.Builder
+	c.writeOutput(&b, lang, budget)
+	if b.Len() == 0 {
+		return Note("no output")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// writeOutput writes the harness's notes, then the output within budget.
+func (c Cell) writeOutput(b *strings.Builder, lang kernel.Language, budget int) {
 	for _, n := range c.Notes {
 		b.WriteString(Note(n))
 		b.WriteByte('\n')
@@ -48,12 +57,8 @@ func (c Cell) Output(lang kernel.Language, budget int) string {
 	parts := c.outputParts(lang)
 	fit(parts, budget)
 	for _, p := range parts {
-		writeBlock(&b, p.text)
+		writeBlock(b, p.text)
 	}
-	if b.Len() == 0 {
-		return Note("no output")
-	}
-	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // part is one piece of a cell's output: its text (with the "Out[n]: "
