@@ -89,21 +89,14 @@ func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
 	fs.DurationVar(&o.agent.CellTimeout, "timeout", o.agent.CellTimeout, "soft time limit per cell")
 	fs.IntVar(&o.agent.OutputBudget, "output-budget", o.agent.OutputBudget, "characters of a cell's output the model reads (head and tail kept); -1: no limit")
 	fs.IntVar(&o.agent.MaxRestarts, "max-restarts", o.agent.MaxRestarts, "kernel restarts a run may make after the kernel dies")
-	// Flags may come before or after the question.
-	var words []string
-	for {
-		if err := fs.parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		words, args = append(words, fs.Arg(0)), fs.Args()[1:]
+	// Flags may come before or after the question, whose words are joined.
+	if err := fs.parse(args, -1, ""); err != nil {
+		return nil, err
 	}
 	if err := o.sandbox.check(); err != nil {
 		return nil, err
 	}
-	o.question = strings.TrimSpace(strings.Join(words, " "))
+	o.question = strings.TrimSpace(strings.Join(fs.Args(), " "))
 	switch {
 	case o.question != "" && o.task != "":
 		return nil, usagef("ask: give a question or --task, not both")

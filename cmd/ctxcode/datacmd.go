@@ -38,7 +38,7 @@ func parseDataGen(args []string, stderr io.Writer) (*dataGenOptions, error) {
 	fs.Int64Var(&o.seed, "seed", 1, "random seed; the same tier and seed give the same files")
 	fs.StringVar(&o.out, "out", "", "folder to write the dataset into (required)")
 	fs.BoolVar(&o.force, "force", false, "write into a folder that is not empty, overwriting a dataset there")
-	if err := fs.parse(args); err != nil {
+	if err := fs.parse(args, 0, ""); err != nil {
 		return nil, err
 	}
 	var err error
@@ -47,9 +47,6 @@ func parseDataGen(args []string, stderr io.Writer) (*dataGenOptions, error) {
 	}
 	if o.out == "" {
 		return nil, usagef("data gen: --out is required: the folder to write the dataset into")
-	}
-	if fs.NArg() > 0 {
-		return nil, usagef("data gen: unexpected argument %q (run \"ctxcode data gen -h\" for help)", fs.Arg(0))
 	}
 	return o, nil
 }

@@ -65,7 +65,7 @@ func TestDataUsageErrors(t *testing.T) {
 		{"no --out", []string{"data", "gen", "--tier", "s"}, exitUsage, []string{"--out is required"}, true},
 		{"bad seed", []string{"data", "gen", "--seed", "one", "--out", out}, exitUsage, []string{"-seed", "ctxcode data gen -h"}, true},
 		{"extra argument", []string{"data", "gen", "--out", out, "more"}, exitUsage, []string{`unexpected argument "more"`}, true},
-		{"help", []string{"data", "gen", "-h"}, exitOK, []string{"Usage:", "-tier", "-force"}, true},
+		{"help", []string{"data", "gen", "-h"}, exitOK, []string{"Usage:", "--tier", "--force"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -57,7 +56,7 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 	fs.DurationVar(&o.timeout, "timeout", kernel.DefaultTimeout, "soft time limit per cell; the kernel is killed at this plus a 2s grace")
 	fs.IntVar(&o.maxOutput, "max-output", kernel.DefaultMaxOutputBytes, "bytes of stdout, stderr and value kept per cell (head and tail)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON result per cell instead of IPython-style text")
-	if err := fs.parse(args); err != nil {
+	if err := fs.parse(args, -1, ""); err != nil {
 		return nil, err
 	}
 	var err error
@@ -71,8 +70,7 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 		if o.prefix, err = prefixes.Load(*prefix); err != nil {
 			return nil, usagef("--prefix: %v", err)
 		}
-		langSet := false
-		fs.Visit(func(f *flag.Flag) { langSet = langSet || f.Name == "lang" })
+		langSet := fs.Changed("lang")
 		switch {
 		case !langSet:
 			o.lang = o.prefix.Language
@@ -93,8 +91,10 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 		}
 	}
 	for _, c := range fs.Args() {
-		if name, _, _ := strings.Cut(strings.TrimLeft(c, "-"), "="); strings.HasPrefix(c, "-") && fs.Lookup(name) != nil {
-			return nil, usagef("exec: flag %s comes after the cells; put flags first: ctxcode exec [flags] -- CELL ...", c)
+		// After "--" every word is a cell; one that names a flag of exec
+		// was surely meant as the flag.
+		if name, _, _ := strings.Cut(strings.TrimLeft(c, "-"), "="); strings.HasPrefix(c, "--") && fs.Lookup(name) != nil {
+			return nil, usagef("exec: flag %s comes after --, where every word is a cell; put it before --: ctxcode exec [flags] -- CELL ...", c)
 		}
 		if strings.TrimSpace(c) != "" {
 			o.cells = append(o.cells, c)

@@ -26,7 +26,7 @@ func runKernel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case "serve":
 		fs := newFlagSet("kernel serve", kernelUsage, stderr)
 		lang := fs.String("lang", "go", "kernel language (only go is served by ctxcode itself)")
-		if err := fs.parse(args[1:]); err != nil {
+		if err := fs.parse(args[1:], 0, ""); err != nil {
 			return err
 		}
 		switch *lang {

@@ -276,9 +276,9 @@ func TestExecUsageErrors(t *testing.T) {
 		{"prefix language", []string{"exec", "--lang", "go", "--prefix", "pm", "--", "1"}, "--prefix pm is written in python, but --lang is go"},
 		{"missing data", []string{"exec", "--data", "/no/such/dir", "--", "1"}, "not a folder"},
 		{"bad timeout", []string{"exec", "--timeout", "0s", "--", "1"}, "--timeout must be positive"},
-		{"unknown flag", []string{"exec", "--frobnicate"}, "flag provided but not defined: -frobnicate"},
+		{"unknown flag", []string{"exec", "--frobnicate"}, "unknown flag: --frobnicate"},
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
-		{"flag after cells", []string{"exec", "--", "1", "--timeout", "1s"}, "flag --timeout comes after the cells"},
+		{"flag after cells", []string{"exec", "--", "1", "--timeout", "1s"}, "flag --timeout comes after --"},
 		{"kernel serve python", []string{"kernel", "serve", "--lang", "python"}, "not served by ctxcode"},
 	}
 	for _, tt := range tests {

@@ -77,20 +77,11 @@ func parseImport(args []string, stderr io.Writer) (*importOptions, error) {
 	fs := newFlagSet("prefix import", prefixUsage, stderr)
 	fs.StringVar(&o.out, "out", "", "file to write (default: standard output)")
 	fs.BoolVar(&o.force, "force", false, "overwrite --out if it exists")
-	// The notebook may come first: ctxcode prefix import F.ipynb --out F.py.
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		o.file, args = args[0], args[1:]
-	}
-	if err := fs.parse(args); err != nil {
+	// The notebook may stand anywhere among the flags: ctxcode prefix import F.ipynb --out F.py.
+	if err := fs.parse(args, 1, "one notebook"); err != nil {
 		return nil, err
 	}
-	rest := fs.Args()
-	if o.file == "" && len(rest) > 0 {
-		o.file, rest = rest[0], rest[1:]
-	}
-	if len(rest) > 0 {
-		return nil, usagef("prefix import: unexpected argument %q: import reads one notebook", rest[0])
-	}
+	o.file = fs.Arg(0)
 	if o.file == "" {
 		return nil, usagef("prefix import: name the notebook to import (F.ipynb)")
 	}

@@ -56,17 +56,11 @@ func parsePrefix(cmd string, args []string, stderr io.Writer, extra ...func(*fla
 	for _, register := range extra {
 		register(fs)
 	}
-	// The prefix may come first: ctxcode prefix show pm --data DIR.
-	name := ""
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
-	if err := fs.parse(args); err != nil {
+	// The prefix may stand anywhere among the flags: ctxcode prefix show pm --data DIR.
+	if err := fs.parse(args, 1, "one prefix"); err != nil {
 		return nil, err
 	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
-	}
+	name := fs.Arg(0)
 	if name == "" {
 		return nil, usagef("prefix %s: name a prefix (%s) or a file", cmd, strings.Join(prefixes.Builtins(), ", "))
 	}
@@ -194,7 +188,7 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "file to write (default: standard output)")
 	force := fs.Bool("force", false, "overwrite --out if it exists")
 	lang := fs.String("lang", "python", "prefix language: python, or go for the Go kernel (typed structs)")
-	if err := fs.parse(args); err != nil {
+	if err := fs.parse(args, 0, ""); err != nil {
 		return err
 	}
 	if *dir == "" {

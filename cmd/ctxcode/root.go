@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // Exit codes (see DESIGN.md).
@@ -93,7 +94,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func report(err error, stderr io.Writer) int {
 	var ue *usageError
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return exitOK
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "ctxcode: %s\n", strings.TrimRight(ue.msg, "\n"))
@@ -107,33 +108,47 @@ func report(err error, stderr io.Writer) int {
 	}
 }
 
-// flagSet is a command's flags with its usage text.
+// flagSet is a command's flags with its usage text. Flags may come before
+// or after positional arguments (pflag's interspersed parsing, as in gh,
+// docker and kubectl); everything after "--" is positional.
 type flagSet struct {
-	*flag.FlagSet
+	*pflag.FlagSet
 	usage  string
 	stderr io.Writer
 }
 
 // newFlagSet makes a flag set whose errors come back once, as usage errors.
 func newFlagSet(name, usage string, stderr io.Writer) *flagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	fs.SortFlags = false
+	fs.SetInterspersed(true)
 	return &flagSet{FlagSet: fs, usage: usage, stderr: stderr}
 }
 
-// parse parses args: -h prints the usage and the flags; a bad flag is a
-// usage error that points at -h.
-func (fs *flagSet) parse(args []string) error {
+// parse parses args, flags anywhere among at most maxArgs positional
+// arguments (what names them in the error; maxArgs < 0: any number). -h
+// prints the usage and the flags; a bad flag or a stray argument is a usage
+// error that points at -h.
+func (fs *flagSet) parse(args []string, maxArgs int, what string) error {
 	err := fs.Parse(args)
 	switch {
 	case err == nil:
-		return nil
-	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, pflag.ErrHelp):
 		fmt.Fprintf(fs.stderr, "%s\nFlags:\n", fs.usage)
 		fs.SetOutput(fs.stderr)
 		fs.PrintDefaults()
 		return err
+	default:
+		return usagef("%s: %v (run \"ctxcode %s -h\" for help)", fs.Name(), err, fs.Name())
 	}
-	return usagef("%s: %v (run \"ctxcode %s -h\" for help)", fs.Name(), err, fs.Name())
+	if maxArgs >= 0 && fs.NArg() > maxArgs {
+		extra := fs.Arg(maxArgs)
+		if maxArgs == 0 {
+			return usagef("%s: unexpected argument %q: %s takes only flags (run \"ctxcode %s -h\" for help)", fs.Name(), extra, fs.Name(), fs.Name())
+		}
+		return usagef("%s: unexpected argument %q: it takes %s (run \"ctxcode %s -h\" for help)", fs.Name(), extra, what, fs.Name())
+	}
+	return nil
 }

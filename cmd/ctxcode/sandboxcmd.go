@@ -28,7 +28,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case "build":
 		fs := newFlagSet("sandbox build", sandboxUsage, stderr)
 		mirror := fs.String("mirror", "", "Debian mirror (default: the one in this host's apt sources)")
-		if err := fs.parse(args[1:]); err != nil {
+		if err := fs.parse(args[1:], 0, ""); err != nil {
 			return err
 		}
 		cli, err := sandbox.Connect(ctx)
@@ -50,7 +50,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case "status":
 		fs := newFlagSet("sandbox status", sandboxUsage, stderr)
 		img := fs.String("image", sandbox.KernelImage(), "kernel image to look for")
-		if err := fs.parse(args[1:]); err != nil {
+		if err := fs.parse(args[1:], 0, ""); err != nil {
 			return err
 		}
 		cli, err := sandbox.Connect(ctx)
@@ -88,7 +88,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs := newFlagSet("sandbox prune", sandboxUsage, stderr)
 		older := fs.Duration("older-than", 0, "also remove containers older than this, even if their process lives (e.g. 24h)")
 		dry := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
-		if err := fs.parse(args[1:]); err != nil {
+		if err := fs.parse(args[1:], 0, ""); err != nil {
 			return err
 		}
 		cli, err := sandbox.Connect(ctx)

@@ -154,6 +154,9 @@ func (b *byteSize) String() string {
 	}
 }
 
+// Type names the value in the flag help.
+func (b *byteSize) Type() string { return "size" }
+
 func (b *byteSize) Set(s string) error {
 	mult := int64(1)
 	t := strings.ToLower(strings.TrimSpace(s))

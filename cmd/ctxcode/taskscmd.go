@@ -24,14 +24,11 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dir := fs.String("data", "", "dataset folder (required)")
 	asJSON := fs.Bool("json", false, "print one JSON object per task")
 	ref := fs.String("reference", "", "also print each task's reference solution of this kind")
-	if err := fs.parse(args); err != nil {
+	if err := fs.parse(args, 0, ""); err != nil {
 		return err
 	}
 	if *dir == "" {
 		return usagef("tasks: --data is required: the folder made by `ctxcode data gen`")
-	}
-	if fs.NArg() > 0 {
-		return usagef("tasks: unexpected argument %q", fs.Arg(0))
 	}
 	d, _, err := datasets.Load(*dir)
 	if err != nil {
