@@ -131,17 +131,13 @@ func NewSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// labels are put on every container and volume made for a session: the
+// session, the time, and this process as their owner (see owner), so that
+// Prune can tell whether the owner is gone.
 func (d *Docker) labels(session string) map[string]string {
-	host, _ := os.Hostname()
-	l := map[string]string{
-		LabelSession: session,
-		LabelCreated: strconv.FormatInt(time.Now().Unix(), 10),
-		LabelPID:     strconv.Itoa(os.Getpid()),
-		LabelHost:    host,
-	}
-	if start := processStart(os.Getpid()); start != "" {
-		l[LabelPIDStart] = start
-	}
+	l := self().labels()
+	l[LabelSession] = session
+	l[LabelCreated] = strconv.FormatInt(time.Now().Unix(), 10)
 	return l
 }
 

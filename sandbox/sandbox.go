@@ -10,11 +10,17 @@
 // the data folder read-only at /session/data and /session as its working
 // directory, and no published ports.
 //
-// Every container carries the labels ctxcode.session (a session id),
-// ctxcode.created (unix seconds), ctxcode.pid and ctxcode.host (the process
-// that owns it), so Prune can remove what a crashed process left behind.
-// Teardown is idempotent: stop with a short grace, force remove, ignore
-// "not found".
+// Every container and data volume carries the labels ctxcode.session (a
+// session id), ctxcode.created (unix seconds) and the owner labels: a
+// random id of the owning process, its hostname, boot id, PID namespace,
+// pid and start time. Prune and the Sweep every command runs first remove
+// what a crashed process left behind, judging an owner gone only where
+// they can look it up (this boot and PID namespace; or, for a stopped
+// container, an earlier boot of this host); the rest, such as the
+// containers of a process in another PID namespace on the same daemon,
+// only an age limit removes. Teardown is idempotent: stop with a short
+// grace, force remove, ignore "not found".
+
 //
 // The kernel image (ctxcode-kernel:<content hash>) is built offline from
 // Debian packages with debootstrap and docker import (see Build); any image
@@ -35,13 +41,17 @@ import (
 	"github.com/docker/docker/client"
 )
 
-// Labels put on every ctxcode container and image.
+// Labels put on every ctxcode container and volume (LabelImage: image).
+// The owner labels say which process made it, in terms Prune can check.
 const (
 	LabelSession  = "ctxcode.session"
-	LabelCreated  = "ctxcode.created"
-	LabelPID      = "ctxcode.pid"
+	LabelCreated  = "ctxcode.created"   // unix seconds
+	LabelOwner    = "ctxcode.owner"     // a random id of the owning process
+	LabelHost     = "ctxcode.host"      // the owner's hostname
+	LabelBoot     = "ctxcode.boot"      // the owner's kernel boot id
+	LabelPIDNS    = "ctxcode.pidns"     // the inode of the owner's PID namespace
+	LabelPID      = "ctxcode.pid"       // the owner's pid in that namespace
 	LabelPIDStart = "ctxcode.pid_start" // the owner's start time, against pid reuse
-	LabelHost     = "ctxcode.host"
 	LabelImage    = "ctxcode.image"
 )
 

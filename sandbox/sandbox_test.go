@@ -418,12 +418,7 @@ func TestPrune(t *testing.T) {
 	removeSessionOnCleanup(t, cli, deadSession)
 	created, err := cli.ContainerCreate(ctx, &container.Config{
 		Image: KernelImage(), Cmd: []string{"true"}, Entrypoint: []string{},
-		Labels: map[string]string{
-			LabelSession: deadSession,
-			LabelPID:     strconv.Itoa(deadPID(t)),
-			LabelHost:    host,
-			LabelCreated: strconv.FormatInt(time.Now().Unix(), 10),
-		},
+		Labels: fakeLabels(deadSession, otherOwner(deadPID(t)), time.Now()),
 	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	require.NoError(t, err)
 	deadID := created.ID
@@ -446,15 +441,23 @@ func TestPrune(t *testing.T) {
 		assert.True(t, containerExists(t, cli, liveID))
 	})
 
-	t.Run("older than lists the live one", func(t *testing.T) {
+	t.Run("older than lists a live owner's, never this process's", func(t *testing.T) {
+		// The owner is the test's parent process (go test), alive.
+		parents := testSession(t)
+		removeSessionOnCleanup(t, cli, parents)
+		p, err := cli.ContainerCreate(ctx, &container.Config{
+			Image: KernelImage(), Cmd: []string{"true"}, Entrypoint: []string{},
+			Labels: fakeLabels(parents, otherOwner(os.Getppid()), time.Now()),
+		}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+		require.NoError(t, err)
 		time.Sleep(1100 * time.Millisecond) // the created label counts seconds
 		// A dry run only: a real one would remove every ctxcode container
 		// on this daemon, other processes' included.
 		listed, err := Prune(ctx, cli, PruneOptions{OlderThan: time.Nanosecond, DryRun: true})
 		require.NoError(t, err)
 		ids := orphanIDs(listed)
-		assert.Contains(t, ids[liveID], "older than")
-		assert.Contains(t, ids, deadID)
+		assert.Contains(t, ids[p.ID], "older than")
+		assert.NotContains(t, ids, liveID, "an age limit never removes the containers of the process that prunes")
 		assert.True(t, containerExists(t, cli, liveID))
 	})
 
