@@ -34,6 +34,8 @@ var (
 	ErrDirNotEmpty = errors.New("refusing to write a dataset into a folder that is not empty")
 	// ErrDatasetChanged: a data file is missing or differs from its sha256 in the manifest.
 	ErrDatasetChanged = errors.New("the files changed since generation")
+	// ErrMalformed: manifest.json or a data file does not parse.
+	ErrMalformed = errors.New("malformed dataset")
 )
 
 // notDatasetError says which folder is not a dataset; it Is ErrNotDataset.
@@ -138,7 +140,7 @@ func Load(dir string) (*Dataset, *Manifest, error) {
 	}
 	m := &Manifest{}
 	if err := json.Unmarshal(b, m); err != nil {
-		return nil, nil, fmt.Errorf("load dataset: %s: %w; regenerate it with `ctxcode data gen --force`", filepath.Join(dir, ManifestFile), err)
+		return nil, nil, fmt.Errorf("load dataset: %w: %s: %w; regenerate it with `ctxcode data gen --force`", ErrMalformed, filepath.Join(dir, ManifestFile), err)
 	}
 	regen := fmt.Sprintf("regenerate it with `ctxcode data gen --tier %s --seed %d --out %s --force`", m.Tier, m.Seed, dir)
 	d := &Dataset{Tier: m.Tier, Seed: m.Seed}
@@ -176,7 +178,7 @@ func Load(dir string) (*Dataset, *Manifest, error) {
 			n = len(d.Events)
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("load dataset: %s: %w", path, err)
+			return nil, nil, fmt.Errorf("load dataset: %w: %s: %w", ErrMalformed, path, err)
 		}
 		if n != m.Counts[file] {
 			return nil, nil, fmt.Errorf("%s has %d rows, manifest.json says %d: %w; %s", path, n, m.Counts[file], ErrDatasetChanged, regen)

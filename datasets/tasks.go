@@ -180,5 +180,23 @@ func Reference(t Task, kind SolutionKind) (string, error) {
 	case GoLoad:
 		return GoLoader + tpl.goBody(t.Params), nil
 	}
-	return "", fmt.Errorf("unknown solution kind %q: expected %s", kind, strings.Join([]string{string(PythonPM), string(PythonLoad), string(GoPM), string(GoLoad)}, ", "))
+	_, err = ParseSolutionKind(string(kind))
+	return "", err
+}
+
+// SolutionKinds are the reference solution kinds, in the order help lists them.
+var SolutionKinds = []SolutionKind{PythonPM, PythonLoad, GoPM, GoLoad}
+
+// ParseSolutionKind returns the solution kind named s.
+func ParseSolutionKind(s string) (SolutionKind, error) {
+	for _, k := range SolutionKinds {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	names := make([]string, len(SolutionKinds))
+	for i, k := range SolutionKinds {
+		names[i] = string(k)
+	}
+	return "", fmt.Errorf("unknown solution kind %q: expected %s", s, strings.Join(names, ", "))
 }

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -235,4 +236,20 @@ func (p *Prefix) Input(cells []session.Cell, question string) session.Input {
 		Rules:      p.Rules,
 		Question:   question,
 	}
+}
+
+// readsData matches code that names the data folder: data/..., "data" or
+// 'data' (as in os.listdir('data') or os.ReadDir("data")).
+var readsData = regexp.MustCompile(`\bdata/|["']data["']`)
+
+// ReadsData reports whether a cell of p names the data folder, so that a
+// command can ask for --data before it starts a kernel instead of letting
+// the first cell fail on a missing data/.
+func (p *Prefix) ReadsData() bool {
+	for _, c := range p.Cells {
+		if readsData.MatchString(c.Code) {
+			return true
+		}
+	}
+	return false
 }

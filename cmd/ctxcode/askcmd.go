@@ -138,6 +138,16 @@ func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
 	case o.agent.MaxRestarts == 0:
 		o.agent.MaxRestarts = -1 // the agent's zero means its default
 	}
+	if o.dataDir != "" {
+		if err := checkDataDir("--data", o.dataDir); err != nil {
+			return nil, err
+		}
+	}
+	if o.trajectory != "" {
+		if err := checkOutput("--trajectory", o.trajectory, o.force); err != nil {
+			return nil, err
+		}
+	}
 	if o.agent.OutputBudget == 0 {
 		return nil, usagef("--output-budget 0 would show the model nothing: give a number of characters, or -1 for no limit")
 	}
@@ -183,16 +193,9 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var traj *agent.Trajectory
 	if o.trajectory != "" {
-		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-		if o.force {
-			flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-		}
-		f, err := os.OpenFile(o.trajectory, flags, 0o644)
-		if errors.Is(err, os.ErrExist) {
-			return usagef("--trajectory %s exists; pass --force to overwrite it", o.trajectory)
-		}
+		f, err := createOutput("--trajectory", o.trajectory, o.force)
 		if err != nil {
-			return usagef("--trajectory: %v", err)
+			return err
 		}
 		defer f.Close()
 		traj = agent.NewTrajectory(f)
@@ -218,6 +221,9 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		jobs = []askJob{{question: t.Question, task: t, mode: o.modes[0]}}
 	}
 
+	// The wall time of a question counts from here: the kernel's start
+	// (the first question's) or restart, and the prefix build, are in it.
+	start := time.Now()
 	tr, cleanup, err := o.sandbox.transport(ctx, s.prefix.Language, s.dataDir, stderr)
 	if err != nil {
 		return err
@@ -229,32 +235,64 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer k.Close()
 
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
 	var results []askResult
+	var failure error // what stopped --task all before the last task
 	for i, job := range jobs {
 		if i > 0 {
 			// Every question starts in a fresh kernel.
+			start = time.Now()
 			if err := k.Restart(ctx); err != nil {
-				return fmt.Errorf("restart the kernel for the next task: %w", err)
+				failure = fmt.Errorf("restart the kernel for task %s: %w", job.task.ID, err)
+				break
 			}
 		}
 		res, err := o.ask(ctx, k, s, job, traj, stderr)
 		if err != nil {
-			return err
+			if o.task != "all" {
+				return err
+			}
+			failure = fmt.Errorf("task %s: %w", job.task.ID, err)
+			break
+		}
+		res.wall = time.Since(start)
+		if o.task != "all" {
+			results = append(results, res)
+			break
+		}
+		printTaskLine(stderr, res)
+		if o.json {
+			if err := enc.Encode(res.record()); err != nil {
+				return err
+			}
+		}
+		if st := res.res.Status; st == agent.ModelFailed || st == agent.KernelFailed {
+			// An infrastructure failure is not the model's result: it stays
+			// out of the summary, and the next task would fail the same
+			// way, so the run stops at the first.
+			failure = fmt.Errorf("task %s: %s: %w", res.job.task.ID, st, res.res.Err)
+			break
 		}
 		results = append(results, res)
-		if o.task == "all" {
-			printTaskLine(stderr, res)
-			if st := res.res.Status; st == agent.ModelFailed || st == agent.KernelFailed {
-				// The next task would fail the same way: stop at the first.
-				return fmt.Errorf("task %s: %s: %w", res.job.task.ID, st, res.res.Err)
-			}
+		if ctx.Err() != nil {
+			failure = fmt.Errorf("after task %s: %w", job.task.ID, ctx.Err())
+			break
 		}
 	}
 	if err := traj.Err(); err != nil {
 		fmt.Fprintf(stderr, "ctxcode: warning: %v\n", err)
 	}
 	if o.task == "all" {
-		return printSummary(stdout, results, o.json)
+		// What finished is kept: its summary, then what stopped the rest.
+		err := printSummary(stdout, results, o.json)
+		if failure != nil {
+			if len(results) < len(jobs) {
+				fmt.Fprintf(stderr, "ctxcode: stopped after %d of %d tasks; the summary covers the %d that finished\n", len(results), len(jobs), len(results))
+			}
+			return failure
+		}
+		return err
 	}
 	res := results[0]
 	if o.json {
@@ -296,10 +334,8 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 			return nil, err
 		}
 	case errors.Is(err, datasets.ErrNotDataset):
-	case errors.Is(err, datasets.ErrDatasetChanged):
-		return nil, usagef("%v", err)
 	default:
-		return nil, err
+		return nil, dataError(err)
 	}
 	switch {
 	case o.prefixName != "":
@@ -426,8 +462,10 @@ func findTask(tasks []datasets.Task, id, dir string) (*datasets.Task, error) {
 type askResult struct {
 	job     askJob
 	res     *agent.Result
-	correct *bool
-	reason  string
+	correct *bool  // counted in accuracy: right, and executed (or stated, in A)
+	right   *bool  // the answer's grade, whatever its source
+	reason  string // why it is wrong, or "no answer"
+	wall    time.Duration
 }
 
 func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job askJob, traj *agent.Trajectory, stderr io.Writer) (askResult, error) {
@@ -462,11 +500,13 @@ func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job 
 	}
 	out := askResult{job: job, res: res}
 	if job.task != nil {
-		ok, reason := false, "no answer"
+		right, reason := false, "no answer"
 		if res.Status == agent.Answered {
-			ok, reason = datasets.Grade(*job.task, res.Answer)
+			right, reason = datasets.Grade(*job.task, res.Answer)
 		}
-		out.correct, out.reason = &ok, reason
+		// An unexecuted answer is graded and shown, never counted as correct.
+		ok := right && res.AnswerSource != agent.Unexecuted
+		out.correct, out.right, out.reason = &ok, &right, reason
 		traj.Emit("grade", struct {
 			Task    string `json:"task"`
 			Correct bool   `json:"correct"`
@@ -490,7 +530,7 @@ func (r askResult) record() map[string]any {
 		"context_tokens": u.PromptTokens,
 		"output_tokens":  u.CompletionTokens,
 		"cached_tokens":  u.CachedTokens,
-		"wall_ms":        r.res.Wall.Milliseconds(),
+		"wall_ms":        r.wallTime().Milliseconds(),
 		"estimated":      u.Estimated,
 		"restarts":       r.res.Restarts,
 	}
@@ -500,7 +540,10 @@ func (r askResult) record() map[string]any {
 	if r.job.task != nil {
 		rec["task"] = r.job.task.ID
 		rec["correct"] = *r.correct
-		if !*r.correct {
+		if r.res.Status == agent.Answered {
+			rec["answer_right"] = *r.right
+		}
+		if !*r.right {
 			rec["grade"] = r.reason
 		}
 	}
@@ -539,16 +582,29 @@ func printResult(w io.Writer, r askResult) {
 		fmt.Fprintf(w, "no answer (%s)\n", r.res.Status)
 	}
 	if r.correct != nil {
-		if *r.correct {
+		switch {
+		case *r.correct:
 			fmt.Fprintf(w, "correct (task %s)\n", r.job.task.ID)
-		} else {
+		case *r.right:
+			fmt.Fprintf(w, "right but unexecuted (task %s): not counted as correct\n", r.job.task.ID)
+		default:
 			fmt.Fprintf(w, "wrong (task %s): %s\n", r.job.task.ID, r.reason)
 		}
 	}
-	fmt.Fprintln(w, costLine(r.res))
+	fmt.Fprintln(w, r.costLine())
 }
 
-func costLine(res *agent.Result) string {
+// wallTime is the question's wall time as the command measured it (kernel
+// start or restart and prefix build included), else the run's own.
+func (r askResult) wallTime() time.Duration {
+	if r.wall > 0 {
+		return r.wall
+	}
+	return r.res.Wall
+}
+
+func (r askResult) costLine() string {
+	res := r.res
 	u := res.Usage
 	est := ""
 	if u.Estimated {
@@ -559,7 +615,7 @@ func costLine(res *agent.Result) string {
 		turns = "turn"
 	}
 	return fmt.Sprintf("[%d %s, %d context tokens, %d output tokens, %d cached, %.2fs%s]",
-		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, res.Wall.Seconds(), est)
+		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, r.wallTime().Seconds(), est)
 }
 
 // exitError maps a run's status to the exit code of DESIGN.md.
@@ -579,34 +635,44 @@ func (r askResult) exitError() error {
 
 func printTaskLine(w io.Writer, r askResult) {
 	verdict := "no answer"
-	if r.correct != nil && *r.correct {
+	switch {
+	case r.res.Status != agent.Answered:
+	case r.res.AnswerSource == agent.Unexecuted && *r.right:
+		verdict = "unexecuted (right)"
+	case r.res.AnswerSource == agent.Unexecuted:
+		verdict = "unexecuted (wrong)"
+	case *r.correct:
 		verdict = "correct"
-	} else if r.res.Status == agent.Answered {
+	default:
 		verdict = "wrong"
 	}
-	fmt.Fprintf(w, "%-9s %-7s %-9s %s\n", r.job.task.ID, r.job.mode, verdict, costLine(r.res))
+	fmt.Fprintf(w, "%-9s %-7s %-9s %s\n", r.job.task.ID, r.job.mode, verdict, r.costLine())
 }
 
 // printSummary prints accuracy and cost per mode for --task all.
 func printSummary(w io.Writer, results []askResult, asJSON bool) error {
 	type row struct {
-		Mode          agent.Mode `json:"mode"`
-		Tasks         int        `json:"tasks"`
-		Correct       int        `json:"correct"`
-		Accuracy      float64    `json:"accuracy"`
-		Turns         float64    `json:"mean_turns"`
-		ContextTokens float64    `json:"mean_context_tokens"`
-		OutputTokens  float64    `json:"mean_output_tokens"`
-		CachedTokens  float64    `json:"mean_cached_tokens"`
-		WallMS        float64    `json:"mean_wall_ms"`
-		Estimated     bool       `json:"estimated"`
+		Summary  bool       `json:"summary"` // tells this line from a task's
+		Mode     agent.Mode `json:"mode"`
+		Tasks    int        `json:"tasks"`
+		Correct  int        `json:"correct"`
+		Accuracy float64    `json:"accuracy"`
+		// Unexecuted answers are graded but never correct in accuracy.
+		Unexecuted      int     `json:"unexecuted"`
+		UnexecutedRight int     `json:"unexecuted_right"`
+		Turns           float64 `json:"mean_turns"`
+		ContextTokens   float64 `json:"mean_context_tokens"`
+		OutputTokens    float64 `json:"mean_output_tokens"`
+		CachedTokens    float64 `json:"mean_cached_tokens"`
+		WallMS          float64 `json:"mean_wall_ms"`
+		Estimated       bool    `json:"estimated"`
 	}
 	var rows []*row
 	byMode := map[agent.Mode]*row{}
 	for _, r := range results {
 		x := byMode[r.job.mode]
 		if x == nil {
-			x = &row{Mode: r.job.mode}
+			x = &row{Summary: true, Mode: r.job.mode}
 			byMode[r.job.mode] = x
 			rows = append(rows, x)
 		}
@@ -614,11 +680,17 @@ func printSummary(w io.Writer, results []askResult, asJSON bool) error {
 		if r.correct != nil && *r.correct {
 			x.Correct++
 		}
+		if r.res.Status == agent.Answered && r.res.AnswerSource == agent.Unexecuted {
+			x.Unexecuted++
+			if r.right != nil && *r.right {
+				x.UnexecutedRight++
+			}
+		}
 		x.Turns += float64(r.res.Turns)
 		x.ContextTokens += float64(r.res.Usage.PromptTokens)
 		x.OutputTokens += float64(r.res.Usage.CompletionTokens)
 		x.CachedTokens += float64(r.res.Usage.CachedTokens)
-		x.WallMS += float64(r.res.Wall.Milliseconds())
+		x.WallMS += float64(r.wallTime().Milliseconds())
 		x.Estimated = x.Estimated || r.res.Usage.Estimated
 	}
 	failed := false
@@ -640,6 +712,12 @@ func printSummary(w io.Writer, results []askResult, asJSON bool) error {
 		for _, x := range rows {
 			fmt.Fprintf(w, "%-8s %5d/%-3d %8.0f%% %7.2f %15.0f %14.0f %8.1fs\n", x.Mode, x.Correct, x.Tasks, 100*x.Accuracy,
 				x.Turns, x.ContextTokens, x.OutputTokens, x.WallMS/1000)
+		}
+		for _, x := range rows {
+			if x.Unexecuted > 0 {
+				fmt.Fprintf(w, "%-8s %d unexecuted answer(s), %d of them right: stated in text, not computed by code, so not counted in accuracy\n",
+					x.Mode, x.Unexecuted, x.UnexecutedRight)
+			}
 		}
 		if len(rows) > 0 && rows[0].Estimated {
 			fmt.Fprintln(w, "(means per task; token counts estimated by the tokenizer where the model reported none)")

@@ -158,8 +158,8 @@ func TestAskUsageErrors(t *testing.T) {
 		{"negative restarts", []string{"ask", "q?", "--model", "reference", "--max-restarts", "-1"}, "give 0 (never restart) or more"},
 		{"no timeout", []string{"ask", "q?", "--model", "reference", "--timeout", "0s"}, "give a positive duration"},
 		{"a local server needs a model name", []string{"ask", "q?", "--base-url", "http://localhost:11434/v1"}, "name the model to ask at http://localhost:11434/v1"},
-		{"trajectory in a missing folder", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", dir, "--sandbox", "local", "--trajectory", filepath.Join(dir, "no", "t.jsonl")}, "--trajectory: open"},
-		{"not a folder", []string{"ask", "q?", "--model", "reference", "--data", filepath.Join(dir, "nope")}, "not a folder"},
+		{"trajectory in a missing folder", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", dir, "--sandbox", "local", "--trajectory", filepath.Join(dir, "no", "t.jsonl")}, "does not exist; make it first"},
+		{"not a folder", []string{"ask", "q?", "--model", "reference", "--data", filepath.Join(dir, "nope")}, "no such folder"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runCLI(t, "", tc.args...)

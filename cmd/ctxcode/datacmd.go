@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/ctxcode/ctxcode/datasets"
 )
@@ -47,6 +49,19 @@ func parseDataGen(args []string, stderr io.Writer) (*dataGenOptions, error) {
 	}
 	if o.out == "" {
 		return nil, usagef("data gen: --out is required: the folder to write the dataset into")
+	}
+	if st, err := os.Stat(o.out); err == nil && !st.IsDir() {
+		return nil, usagef("data gen: --out %s is a file: name a folder (new or empty) to write the dataset into", o.out)
+	} else if err != nil {
+		// A new folder: made with its parents, under the nearest folder
+		// that exists, which must take new files.
+		parent := filepath.Dir(filepath.Clean(o.out))
+		for !exists(parent) && parent != filepath.Dir(parent) {
+			parent = filepath.Dir(parent)
+		}
+		if err := checkWritableDir("data gen", parent, o.out); err != nil {
+			return nil, err
+		}
 	}
 	return o, nil
 }

@@ -84,11 +84,8 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 	if o.maxOutput < 64 {
 		return nil, usagef("--max-output must be at least 64 bytes, got %d", o.maxOutput)
 	}
-	if o.dataDir != "" {
-		st, err := os.Stat(o.dataDir)
-		if err != nil || !st.IsDir() {
-			return nil, usagef("--data %q: not a folder; give the folder that holds the data files", o.dataDir)
-		}
+	if err := needData("exec", o.prefix, o.dataDir); err != nil {
+		return nil, err
 	}
 	for _, c := range fs.Args() {
 		// After "--" every word is a cell; one that names a flag of exec

@@ -201,6 +201,7 @@ func TestExecSignalRemovesContainer(t *testing.T) {
 			err = cmd.Wait()
 			var exitErr *exec.ExitError
 			require.ErrorAs(t, err, &exitErr, "interrupted exec exits non-zero")
+			assert.Equal(t, exitInterrupted, exitErr.ExitCode())
 			assert.Contains(t, stderr.String(), "ctxcode: interrupted")
 			assert.Zero(t, count(), "the container is removed on %v", sig)
 		})
@@ -274,7 +275,7 @@ func TestExecUsageErrors(t *testing.T) {
 		{"unknown sandbox", []string{"exec", "--sandbox", "vm", "--", "1"}, `--sandbox "vm": expected docker or local`},
 		{"unknown prefix", []string{"exec", "--prefix", "nope.py", "--", "1"}, `--prefix: prefix "nope.py": no such built-in prefix (pm`},
 		{"prefix language", []string{"exec", "--lang", "go", "--prefix", "pm", "--", "1"}, "--prefix pm is written in python, but --lang is go"},
-		{"missing data", []string{"exec", "--data", "/no/such/dir", "--", "1"}, "not a folder"},
+		{"missing data", []string{"exec", "--data", "/no/such/dir", "--", "1"}, "no such folder"},
 		{"bad timeout", []string{"exec", "--timeout", "0s", "--", "1"}, "--timeout must be positive"},
 		{"unknown flag", []string{"exec", "--frobnicate"}, "unknown flag: --frobnicate"},
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
@@ -294,7 +295,11 @@ func TestExecUsageErrors(t *testing.T) {
 
 func TestExecPythonMissing(t *testing.T) {
 	got := runCLI(t, "", "exec", "--sandbox", "local", "--python", "/no/such/python3", "--", "1")
-	assert.Equal(t, exitInfra, got.code)
+	assert.Equal(t, exitUsage, got.code, "a --python that is not there is bad input")
+	assert.Contains(t, got.stderr, "--python /no/such/python3: no such interpreter")
+	t.Setenv("PATH", t.TempDir())
+	got = runCLI(t, "", "exec", "--sandbox", "local", "--", "1")
+	assert.Equal(t, exitInfra, got.code, "no python3 on PATH is a missing prerequisite")
 	assert.Contains(t, got.stderr, "apt-get install python3")
 }
 
@@ -351,7 +356,7 @@ func TestSandboxStatusAndPrune(t *testing.T) {
 func TestSandboxStatusWithoutDocker(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
 	got := runCLI(t, "", "sandbox", "status")
-	assert.Equal(t, 0, got.code)
+	assert.Equal(t, exitInfra, got.code)
 	assert.Contains(t, got.stdout, "docker: not reachable")
 	got = runCLI(t, "", "sandbox", "build")
 	assert.Equal(t, exitInfra, got.code)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,7 +36,10 @@ func parseExport(args []string, stderr io.Writer) (*exportOptions, error) {
 	if !strings.EqualFold(filepath.Ext(o.out), ".ipynb") {
 		return nil, usagef("prefix export: --out %s does not end in .ipynb, the extension Jupyter opens notebooks by", o.out)
 	}
-	if err := refuseOverwrite("prefix export", o.out, o.force); err != nil {
+	if err := checkOutput("prefix export", o.out, o.force); err != nil {
+		return nil, err
+	}
+	if err := needData("prefix export", o.prefix, o.dataDir); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -86,7 +88,7 @@ func parseImport(args []string, stderr io.Writer) (*importOptions, error) {
 		return nil, usagef("prefix import: name the notebook to import (F.ipynb)")
 	}
 	if o.out != "" {
-		if err := refuseOverwrite("prefix import", o.out, o.force); err != nil {
+		if err := checkOutput("prefix import", o.out, o.force); err != nil {
 			return nil, err
 		}
 	}
@@ -113,62 +115,4 @@ func (o *importOptions) run(stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d cells); check it with: ctxcode prefix verify %s --data DIR\n", o.out, len(p.Cells), o.out)
 	return nil
-}
-
-// refuseOverwrite is a usage error when path exists and force is off, so
-// that a command fails before it does any work.
-func refuseOverwrite(cmd, path string, force bool) error {
-	if !force && exists(path) {
-		return usagef("%s: %s exists; pass --force to overwrite it", cmd, path)
-	}
-	return nil
-}
-
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
-}
-
-// writeAtomic writes data to path through a temporary file in the same
-// folder, so that no one sees half a file. With force it replaces path
-// (rename); without, it never does: the temporary file is hard-linked to
-// path, which fails if path has appeared meanwhile. On a filesystem without
-// hard links it looks once more and renames.
-func writeAtomic(cmd, path string, data []byte, force bool) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("%s: %w", cmd, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		// After a rename there is nothing left to remove; after a link, or
-		// a failure, the temporary name goes.
-		if rmErr := os.Remove(tmp); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
-			err = errors.Join(err, rmErr)
-		}
-	}()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err != nil {
-		return fmt.Errorf("%s: write %s: %w", cmd, path, err)
-	}
-	if force {
-		return os.Rename(tmp, path)
-	}
-	err = os.Link(tmp, path)
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, os.ErrExist) || exists(path) {
-		return usagef("%s: %s exists; pass --force to overwrite it", cmd, path)
-	}
-	return os.Rename(tmp, path)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -91,6 +90,9 @@ func runPrefix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
+		if err := needData("prefix verify", o.prefix, o.dataDir); err != nil {
+			return err
+		}
 		text, err := o.build(ctx, stderr)
 		if err != nil {
 			return err
@@ -104,10 +106,10 @@ func runPrefix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		if again != text {
-			return fmt.Errorf("prefix %s is not deterministic: two builds differ:\n%s", o.prefix.Name, firstDifference(text, again))
+			return usagef("prefix %s is not deterministic: two builds in fresh kernels differ:\n%s\n(print sorted values, not sets, dicts of unknown order, times or random numbers)", o.prefix.Name, firstDifference(text, again))
 		}
 		if tokens > o.maxTokens {
-			return fmt.Errorf("prefix %s renders to %d tokens (%s), over --max-tokens %d", o.prefix.Name, tokens, o.encoding, o.maxTokens)
+			return usagef("prefix %s renders to %d tokens (%s), over --max-tokens %d: show less of the data (fewer or shorter sample rows), or raise --max-tokens", o.prefix.Name, tokens, o.encoding, o.maxTokens)
 		}
 		fmt.Fprintf(stdout, "prefix %s: ok: %d cells, built twice with identical output, %d tokens (%s)\n",
 			o.prefix.Name, len(o.prefix.Cells), tokens, o.encoding)
@@ -129,6 +131,18 @@ func runPrefix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return nil
 	}
 	return usagef("prefix: unknown subcommand %q\n\n%s", args[0], prefixUsage)
+}
+
+// needData checks --data before a kernel starts: a folder if given, and
+// given when the prefix reads data/.
+func needData(cmd string, p *prefixes.Prefix, dataDir string) error {
+	if dataDir != "" {
+		return checkDataDir("--data", dataDir)
+	}
+	if p != nil && p.ReadsData() {
+		return usagef("%s: prefix %s reads data/: give the data folder with --data DIR (for the built-in data: ctxcode data gen --out DIR)", cmd, p.Name)
+	}
+	return nil
 }
 
 // build runs the prefix in a fresh kernel and renders its transcript.
@@ -198,9 +212,12 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("--lang: %v", err)
 	}
-	if *out != "" && !*force {
-		if _, err := os.Stat(*out); err == nil {
-			return usagef("prefix init: %s exists; pass --force to overwrite it", *out)
+	if err := checkDataDir("prefix init: --data", *dir); err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := checkOutput("prefix init", *out, *force); err != nil {
+			return err
 		}
 	}
 	src, skipped, err := prefixes.Init(*dir, l)
@@ -214,7 +231,7 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 		_, err = stdout.Write(src)
 		return err
 	}
-	if err := os.WriteFile(*out, src, 0o644); err != nil {
+	if err := writeAtomic("prefix init", *out, src, *force); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s; check it with: ctxcode prefix verify %s --data %s\n", *out, *out, *dir)

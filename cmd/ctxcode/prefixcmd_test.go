@@ -52,14 +52,14 @@ func TestPrefixShowAndVerify(t *testing.T) {
 	assert.Contains(t, got.stdout, "prefix pm: ok: 6 cells, built twice with identical output")
 
 	got = runCLI(t, "", "prefix", "verify", "pm", "--sandbox", "local", "--data", dir, "--max-tokens", "50")
-	assert.Equal(t, exitInfra, got.code)
+	assert.Equal(t, exitUsage, got.code, "a prefix over budget is not a good prefix")
 	assert.Contains(t, got.stderr, "over --max-tokens 50")
 
 	// A prefix whose output changes between builds.
 	flaky := filepath.Join(t.TempDir(), "flaky.py")
 	require.NoError(t, os.WriteFile(flaky, []byte("# %%\nobject()\n"), 0o644))
 	got = runCLI(t, "", "prefix", "verify", flaky, "--sandbox", "local")
-	assert.Equal(t, exitInfra, got.code)
+	assert.Equal(t, exitUsage, got.code, "a prefix that is not deterministic is not a good prefix")
 	assert.Contains(t, got.stderr, "not deterministic")
 	assert.Contains(t, got.stderr, "line 2:")
 }

@@ -12,10 +12,11 @@ import (
 
 // Exit codes (see DESIGN.md).
 const (
-	exitOK       = 0
-	exitInfra    = 1 // kernel, sandbox or API failure
-	exitUsage    = 2 // usage or bad input
-	exitNoAnswer = 3 // no answer within the budget
+	exitOK          = 0
+	exitInfra       = 1   // kernel, sandbox or API failure
+	exitUsage       = 2   // usage or bad input
+	exitNoAnswer    = 3   // no answer within the budget
+	exitInterrupted = 130 // Ctrl-C (SIGINT) or SIGTERM; what finished is kept
 )
 
 // usageError is bad input from the user: exit code 2.
@@ -87,15 +88,26 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	default:
 		err = usagef("unknown command %q\n\n%s", cmd, rootUsage)
 	}
-	return report(err, stderr)
+	return report(ctx, err, stderr)
 }
 
-// report prints err for people and maps it to an exit code.
-func report(err error, stderr io.Writer) int {
+// report prints err for people and maps it to an exit code. A command that
+// fails once ctx is cancelled (Ctrl-C) was interrupted, whatever the error
+// says: a kernel that got the same signal dies too.
+func report(ctx context.Context, err error, stderr io.Writer) int {
 	var ue *usageError
 	switch {
 	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return exitOK
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		msg := strings.TrimPrefix(err.Error(), "interrupted")
+		msg = strings.TrimPrefix(strings.TrimSuffix(msg, ": "+context.Canceled.Error()), ": ")
+		if msg == "" || msg == context.Canceled.Error() {
+			fmt.Fprintln(stderr, "ctxcode: interrupted")
+		} else {
+			fmt.Fprintf(stderr, "ctxcode: interrupted: %s\n", strings.TrimSpace(msg))
+		}
+		return exitInterrupted
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "ctxcode: %s\n", strings.TrimRight(ue.msg, "\n"))
 		return exitUsage

@@ -55,8 +55,8 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		cli, err := sandbox.Connect(ctx)
 		if err != nil {
-			fmt.Fprintf(stdout, "docker: not reachable (%v)\n", err)
-			return nil
+			fmt.Fprintf(stdout, "docker: not reachable\n")
+			return err
 		}
 		defer cli.Close()
 		fmt.Fprintf(stdout, "docker: reachable at %s (API %s)\n", cli.DaemonHost(), cli.ClientVersion())

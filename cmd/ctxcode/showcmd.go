@@ -48,6 +48,12 @@ func parseShow(args []string, stderr io.Writer) (*showOptions, error) {
 	if o.question == "" {
 		o.question = placeholderQuestion
 	}
+	if o.protocol == string(session.CLI) && o.dataDir == "" {
+		return nil, usagef("--protocol cli shows the skill document of --data DIR: give the data folder")
+	}
+	if err := needData("prefix show", o.prefix, o.dataDir); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 

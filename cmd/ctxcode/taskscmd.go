@@ -19,6 +19,17 @@ per task (id, template, question, params, answer_type, gold). --reference prints
 each task's reference solution of a kind (python-pm, python-load, go-pm, go-load).
 `
 
+// dataError makes a dataset that is not one, changed, or malformed a usage
+// error; other failures (reading the disk) stay what they are.
+func dataError(err error) error {
+	for _, bad := range []error{datasets.ErrNotDataset, datasets.ErrDatasetChanged, datasets.ErrMalformed} {
+		if errors.Is(err, bad) {
+			return usagef("%v", err)
+		}
+	}
+	return err
+}
+
 func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("tasks", tasksUsage, stderr)
 	dir := fs.String("data", "", "dataset folder (required)")
@@ -30,12 +41,20 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *dir == "" {
 		return usagef("tasks: --data is required: the folder made by `ctxcode data gen`")
 	}
+	if err := checkDataDir("--data", *dir); err != nil {
+		return err
+	}
+	kind := datasets.SolutionKind("")
+	if *ref != "" {
+		k, err := datasets.ParseSolutionKind(*ref)
+		if err != nil {
+			return usagef("tasks: --reference: %v", err)
+		}
+		kind = k
+	}
 	d, _, err := datasets.Load(*dir)
 	if err != nil {
-		if errors.Is(err, datasets.ErrNotDataset) || errors.Is(err, datasets.ErrDatasetChanged) {
-			return usagef("%v", err)
-		}
-		return err
+		return dataError(err)
 	}
 	tasks, err := datasets.Tasks(d)
 	if err != nil {
@@ -52,10 +71,10 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			gold, _ := json.Marshal(t.Gold)
 			fmt.Fprintf(stdout, "%-9s %-8s %s\n          gold: %s\n", t.ID, t.AnswerType, t.Question, gold)
 		}
-		if *ref != "" {
-			code, err := datasets.Reference(t, datasets.SolutionKind(*ref))
+		if kind != "" {
+			code, err := datasets.Reference(t, kind)
 			if err != nil {
-				return usagef("tasks: %v", err)
+				return err
 			}
 			fmt.Fprintf(stdout, "%s\n\n", code)
 		}

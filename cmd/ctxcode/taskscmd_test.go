@@ -53,7 +53,7 @@ func TestTasksUsageErrors(t *testing.T) {
 	}{
 		{"no data", []string{"tasks"}, "--data is required"},
 		{"not a dataset", []string{"tasks", "--data", t.TempDir()}, "is not a ctxcode dataset (no manifest.json); make one with `ctxcode data gen`"},
-		{"bad reference", []string{"tasks", "--data", "../../testdata/demo", "--reference", "cobol"}, "not a ctxcode dataset"},
+		{"bad reference", []string{"tasks", "--data", "../../testdata/demo", "--reference", "cobol"}, `unknown solution kind "cobol"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := runCLI(t, "", tt.args...)

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/llm/llmtest"
+)
+
+// TestBadInputExitsTwoBeforeAnyKernel is DESIGN.md's exit-code contract for
+// bad input: each case exits 2 with a message that says what was wrong, and
+// nothing reaches standard output. Docker is made unreachable and no case
+// says --sandbox local, so a case that started a kernel would exit 1 with
+// "docker daemon not reachable" instead: bad input is found first.
+func TestBadInputExitsTwoBeforeAnyKernel(t *testing.T) {
+	data := pmData(t)
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "a-file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	empty := filepath.Join(tmp, "empty")
+	require.NoError(t, os.Mkdir(empty, 0o755))
+	corrupt := copyDir(t, data)
+	require.NoError(t, os.WriteFile(filepath.Join(corrupt, "manifest.json"), []byte("{not json"), 0o644))
+	changed := copyDir(t, data)
+	require.NoError(t, os.WriteFile(filepath.Join(changed, "teams.jsonl"), []byte("{}\n"), 0o644))
+	existing := filepath.Join(tmp, "existing.ipynb")
+	require.NoError(t, os.WriteFile(existing, []byte("{}"), 0o644))
+	missing := filepath.Join(tmp, "no", "such", "folder")
+	unwritable := "/proc" // takes no new files, even from root
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("CTXCODE_MODEL", "")
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"data without subcommand", []string{"data"}, "missing subcommand"},
+		{"data gen: unknown tier", []string{"data", "gen", "--tier", "xxl", "--out", filepath.Join(tmp, "d1")}, `unknown tier "xxl"`},
+		{"data gen: no --out", []string{"data", "gen"}, "--out is required"},
+		{"data gen: --out is a file", []string{"data", "gen", "--out", file}, "is a file: name a folder"},
+		{"data gen: --out under a folder that takes no files", []string{"data", "gen", "--out", unwritable + "/d"}, "does not take new files"},
+		{"data gen: not empty", []string{"data", "gen", "--out", changed}, "not empty"},
+		{"tasks: no --data", []string{"tasks"}, "--data is required"},
+		{"tasks: --data is a file", []string{"tasks", "--data", file}, "not a folder but a file"},
+		{"tasks: --data does not exist", []string{"tasks", "--data", missing}, "no such folder"},
+		{"tasks: not a dataset", []string{"tasks", "--data", empty}, "not a ctxcode dataset"},
+		{"tasks: corrupt manifest.json", []string{"tasks", "--data", corrupt}, "malformed dataset"},
+		{"tasks: a changed file", []string{"tasks", "--data", changed}, "teams.jsonl"},
+		{"tasks: unknown --reference", []string{"tasks", "--data", data, "--reference", "foo"}, `unknown solution kind "foo"`},
+		{"exec: --python does not exist", []string{"exec", "--python", "/nonexistent/python3", "--", "1"}, "--python /nonexistent/python3: no such interpreter"},
+		{"exec: --prefix pm without --data", []string{"exec", "--prefix", "pm", "--", "1"}, "prefix pm reads data/: give the data folder with --data DIR"},
+		{"exec: unknown language", []string{"exec", "--lang", "ruby", "--", "1"}, `unknown language "ruby"`},
+		{"exec: unknown sandbox", []string{"exec", "--sandbox", "vm", "--", "1"}, `--sandbox "vm": expected docker or local`},
+		{"exec: zero timeout", []string{"exec", "--timeout", "0s", "--", "1"}, "--timeout must be positive"},
+		{"exec: bad size", []string{"exec", "--memory", "lots", "--", "1"}, `"lots" is not a size`},
+		{"exec: --data does not exist", []string{"exec", "--data", missing, "--", "1"}, "no such folder"},
+		{"exec: unknown flag", []string{"exec", "--frobnicate", "--", "1"}, "unknown flag: --frobnicate"},
+		{"exec: no cells", []string{"exec"}, "no cells given"},
+		{"prefix show: --data does not exist", []string{"prefix", "show", "pm", "--data", missing}, "no such folder"},
+		{"prefix show: no --data", []string{"prefix", "show", "pm"}, "prefix pm reads data/"},
+		{"prefix show: unknown protocol", []string{"prefix", "show", "pm", "--data", data, "--protocol", "smoke"}, "--protocol"},
+		{"prefix export: --data does not exist", []string{"prefix", "export", "pm", "--data", missing, "--out", filepath.Join(tmp, "x.ipynb")}, "no such folder"},
+		{"prefix export: --out in a missing folder", []string{"prefix", "export", "pm", "--data", data, "--out", filepath.Join(missing, "x.ipynb")}, "does not exist; make it first"},
+		{"prefix export: --out in a folder that takes no files", []string{"prefix", "export", "pm", "--data", data, "--out", unwritable + "/x.ipynb"}, "does not take new files"},
+		{"prefix export: --out exists", []string{"prefix", "export", "pm", "--data", data, "--out", existing}, "exists; pass --force"},
+		{"prefix export: --out is not a notebook", []string{"prefix", "export", "pm", "--data", data, "--out", filepath.Join(tmp, "x.txt")}, "does not end in .ipynb"},
+		{"prefix verify: no such prefix", []string{"prefix", "verify", "nope.py", "--data", data}, `prefix "nope.py"`},
+		{"prefix verify: no prefix", []string{"prefix", "verify", "--data", data}, "name a prefix"},
+		{"prefix: unknown subcommand", []string{"prefix", "frob"}, `unknown subcommand "frob"`},
+		{"prefix import: no notebook", []string{"prefix", "import"}, "name the notebook"},
+		{"prefix import: no such notebook", []string{"prefix", "import", filepath.Join(tmp, "none.ipynb")}, "no such file"},
+		{"prefix import: --out exists", []string{"prefix", "import", existing, "--out", existing}, "exists; pass --force"},
+		{"prefix init: no --data", []string{"prefix", "init"}, "--data is required"},
+		{"prefix init: --data does not exist", []string{"prefix", "init", "--data", missing}, "no such folder"},
+		{"prefix init: --out in a missing folder", []string{"prefix", "init", "--data", data, "--out", filepath.Join(missing, "p.py")}, "does not exist; make it first"},
+		{"prefix init: unknown language", []string{"prefix", "init", "--data", data, "--lang", "ruby"}, "--lang"},
+		{"ask: nothing to ask", []string{"ask", "--model", "reference"}, "give a question, or --task ID"},
+		{"ask: no model", []string{"ask", "q?"}, "no model is configured"},
+		{"ask: --data does not exist", []string{"ask", "q?", "--model", "reference", "--data", missing}, "no such folder"},
+		{"ask: --trajectory in a missing folder", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--trajectory", filepath.Join(missing, "t.jsonl")}, "does not exist; make it first"},
+		{"ask: --trajectory exists", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--trajectory", existing}, "exists; pass --force"},
+		{"ask: corrupt manifest.json", []string{"ask", "--task", "all", "--model", "reference", "--data", corrupt}, "malformed dataset"},
+		{"ask: unknown task", []string{"ask", "--task", "s-t9-9", "--model", "reference", "--data", data}, "no such task"},
+		{"sandbox: unknown subcommand", []string{"sandbox", "frob"}, `unknown subcommand "frob"`},
+		{"sandbox prune: bad duration", []string{"sandbox", "prune", "--older-than", "soon"}, "--older-than"},
+		{"kernel serve: python", []string{"kernel", "serve", "--lang", "python"}, "not served by ctxcode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := runCLI(t, "", tc.args...)
+			assert.Equal(t, exitUsage, got.code, "stderr: %s", got.stderr)
+			assert.Contains(t, got.stderr, tc.want)
+			assert.NotContains(t, got.stderr, "docker daemon not reachable", "found before a kernel started")
+			assert.Empty(t, got.stdout, "nothing printed before the error")
+		})
+	}
+	assert.NoDirExists(t, filepath.Join(tmp, "d1"))
+	b, err := os.ReadFile(existing)
+	require.NoError(t, err)
+	assert.Equal(t, "{}", string(b), "nothing overwritten")
+}
+
+// TestPrefixVerifyBadPrefixExitsTwo: a failing cell, non-determinism and a
+// prefix over budget are each "the prefix is not good" (2), with its own
+// message.
+func TestPrefixVerifyBadPrefixExitsTwo(t *testing.T) {
+	requirePython(t)
+	data := pmData(t)
+	dir := t.TempDir()
+	write := func(name, src string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a failing cell", []string{write("fails.py", "# name: fails\n# %%\nx = 1\n# %%\n1/0\n")}, "ZeroDivisionError"},
+		{"not deterministic", []string{write("random.py", "# name: random\n# %%\nimport os\nos.urandom(8).hex()\n")}, "is not deterministic"},
+		{"over budget", []string{"pm", "--max-tokens", "10"}, "over --max-tokens 10"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := runCLI(t, "", append([]string{"prefix", "verify", "--sandbox", "local", "--data", data}, tc.args...)...)
+			assert.Equal(t, exitUsage, got.code, got.stderr)
+			assert.Contains(t, got.stderr, tc.want)
+			assert.Empty(t, got.stdout)
+		})
+	}
+}
+
+func TestSandboxStatusUnreachableExitsOne(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	got := runCLI(t, "", "sandbox", "status")
+	assert.Equal(t, exitInfra, got.code)
+	assert.Contains(t, got.stdout, "docker: not reachable")
+	assert.Contains(t, got.stderr, "docker daemon not reachable")
+}
+
+// TestAskTaskAllKeepsFinishedWork: a model failure on the second task keeps
+// the first: its line, its JSON object and a summary of what finished,
+// then the failure and its exit code. The first task's answer is stated in
+// text: graded and shown, but not counted in accuracy.
+func TestAskTaskAllKeepsFinishedWork(t *testing.T) {
+	requirePython(t)
+	data := pmData(t)
+	got := runCLI(t, "", "tasks", "--data", data, "--json")
+	require.Equal(t, exitOK, got.code, got.stderr)
+	var first struct {
+		ID   string
+		Gold any
+	}
+	require.NoError(t, jsonFirstLine(got.stdout, &first))
+	gold := goldText(t, first.Gold)
+	for _, asJSON := range []bool{false, true} {
+		t.Run(map[bool]string{false: "text", true: "json"}[asJSON], func(t *testing.T) {
+			srv := llmtest.NewServer(t,
+				llmtest.Text("ANSWER: "+gold, 700, 10),
+				llmtest.Error(401, "invalid_api_key", "Incorrect API key provided"),
+			)
+			t.Setenv("OPENAI_API_KEY", "sk-x")
+			args := []string{"ask", "--task", "all", "--model", "m", "--base-url", srv.URL, "--data", data, "--sandbox", "local"}
+			if asJSON {
+				args = append(args, "--json")
+			}
+			got := runCLI(t, "", args...)
+			assert.Equal(t, exitInfra, got.code, got.stderr)
+			assert.Contains(t, got.stderr, first.ID+" ")
+			assert.Contains(t, got.stderr, "unexecuted (right)")
+			assert.Contains(t, got.stderr, "stopped after 1 of 24 tasks")
+			assert.Contains(t, got.stderr, "OPENAI_API_KEY", "the failure says what to check")
+			if !asJSON {
+				assert.Regexp(t, `loop\s+0/1\s+0%`, got.stdout, "the unexecuted answer is not accuracy")
+				assert.Contains(t, got.stdout, "1 unexecuted answer(s), 1 of them right")
+				return
+			}
+			lines := strings.Split(strings.TrimSpace(got.stdout), "\n")
+			require.Len(t, lines, 3, "the finished task's object, the failed one's, then the summary")
+			var task, failed, summary map[string]any
+			require.NoError(t, jsonFirstLine(lines[0], &task))
+			require.NoError(t, jsonFirstLine(lines[1], &failed))
+			require.NoError(t, jsonFirstLine(lines[2], &summary))
+			assert.Equal(t, "model_error", failed["status"])
+			assert.Equal(t, first.ID, task["task"])
+			assert.Equal(t, "unexecuted", task["answer_source"])
+			assert.Equal(t, false, task["correct"])
+			assert.Equal(t, true, task["answer_right"])
+			assert.Equal(t, true, summary["summary"])
+			assert.EqualValues(t, 1, summary["tasks"])
+			assert.EqualValues(t, 0, summary["correct"])
+			assert.EqualValues(t, 1, summary["unexecuted_right"])
+		})
+	}
+}
+
+// TestInterruptExits130KeepingWhatFinished sends SIGINT to a real ctxcode
+// running every task: it exits 130, says so, and prints the summary of the
+// tasks that finished.
+func TestInterruptExits130KeepingWhatFinished(t *testing.T) {
+	requirePython(t)
+	data := pmData(t)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "ask", "--task", "all", "--mode", "loop,oneshot", "--model", "reference", "--data", data, "--sandbox", "local")
+	cmd.Env = append(os.Environ(), "CTXCODE_TEST_CLI=1")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	var rest strings.Builder
+	for sc.Scan() {
+		rest.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), " correct ") {
+			break // one task has finished
+		}
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	done := make(chan struct{})
+	go func() {
+		for sc.Scan() {
+			rest.WriteString(sc.Text() + "\n")
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("ctxcode did not end after SIGINT")
+	}
+	err = cmd.Wait()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr, rest.String())
+	assert.Equal(t, exitInterrupted, exitErr.ExitCode(), rest.String())
+	assert.Contains(t, rest.String(), "ctxcode: interrupted")
+	assert.Regexp(t, `loop\s+\d+/\d+`, stdout.String(), "the summary of what finished")
+	assert.NotContains(t, stdout.String(), "24/24", "it stopped early")
+}
+
+// copyDir copies the files of a flat folder into a new temporary one.
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	require.NoError(t, os.CopyFS(dst, os.DirFS(src)))
+	return dst
+}
+
+func jsonFirstLine(s string, v any) error {
+	line, _, _ := strings.Cut(s, "\n")
+	return json.Unmarshal([]byte(line), v)
+}
+
+func goldText(t *testing.T, gold any) string {
+	b, err := json.Marshal(gold)
+	require.NoError(t, err)
+	return string(b)
+}
