@@ -20,7 +20,10 @@
 // containers of a process in another PID namespace on the same daemon,
 // only an age limit removes. Teardown is idempotent: stop with a short
 // grace, force remove, ignore "not found".
-
+//
+// Open picks the transport for a command: Docker when it answers, this
+// host only when asked (or, for code ctxcode wrote, when Docker is not
+// there); it sweeps orphans before the first container starts.
 //
 // The kernel image (ctxcode-kernel:<content hash>) is built offline from
 // Debian packages with debootstrap and docker import (see Build); any image

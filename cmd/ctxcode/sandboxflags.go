@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -61,12 +62,6 @@ func (s *sandboxFlags) check() error {
 	default:
 		return usagef("--sandbox %q: expected docker or local", s.kind)
 	}
-	if s.python != "" {
-		// Named on the command line: a wrong name is bad input.
-		if _, err := kernel.FindPython(s.python); err != nil {
-			return usagef("--python %s: no such interpreter: give the path or name of a Python 3 (e.g. python3 or /usr/bin/python3)", s.python)
-		}
-	}
 	if s.python == "" {
 		s.python = os.Getenv("CTXCODE_PYTHON")
 	}
@@ -77,72 +72,36 @@ func (s *sandboxFlags) check() error {
 // when reachable; the host only when --sandbox local says so. The cleanup
 // function closes the Docker client.
 func (s *sandboxFlags) transport(ctx context.Context, lang kernel.Language, dataDir string, stderr io.Writer) (kernel.Transport, func(), error) {
-	noop := func() {}
-	if s.kind == "local" {
-		fmt.Fprintln(stderr, "ctxcode: warning: --sandbox local runs the cells on this host, without isolation")
-		return s.local(lang, dataDir)
-	}
-	cli, err := sandbox.Connect(ctx)
-	if err != nil {
-		if s.kind == "" && s.hostFallback {
-			fmt.Fprintf(stderr, "ctxcode: Docker is not reachable (%v);\nctxcode: the reference model runs ctxcode's own solutions, so they run on this host\n", err)
-			return s.local(lang, dataDir)
-		}
-		if s.kind == "" {
-			return nil, noop, fmt.Errorf("%w\n(cells are never run on this host unless you say so with --sandbox local)", err)
-		}
-		return nil, noop, err
-	}
-	cleanup := func() { _ = cli.Close() }
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = sandbox.Sweep(sctx, cli)
-	cancel()
-	if err != nil {
-		fmt.Fprintf(stderr, "ctxcode: warning: removing leftover containers: %v\n", err)
-	}
 	cfg := sandbox.DefaultConfig()
 	if s.image != "" {
 		cfg.Image = s.image
 	}
-	cfg.DataDir, cfg.Network, cfg.Memory, cfg.CPUs, cfg.Pids = dataDir, s.network, int64(s.memory), s.cpus, s.pids
+	cfg.Network, cfg.Memory, cfg.CPUs, cfg.Pids = s.network, int64(s.memory), s.cpus, s.pids
 	cfg.TmpSize, cfg.User, cfg.WritableRoot, cfg.KeepCaps = int64(s.tmpSize), s.user, s.writableRoot, s.keepCaps
-	cfg.NoIPython, cfg.NewPrivileges, cfg.Swap = s.noIPython, s.newPrivs, int64(s.swap)
-	var tr kernel.Transport
-	if lang == kernel.Go {
-		exe, eerr := os.Executable()
-		if eerr != nil {
-			cleanup()
-			return nil, noop, eerr
-		}
-		tr, err = sandbox.NewGo(cli, cfg, exe)
-	} else {
-		tr, err = sandbox.NewPython(cli, cfg)
+	cfg.NewPrivileges, cfg.Swap = s.newPrivs, int64(s.swap)
+	tr, cleanup, err := sandbox.Open(ctx, sandbox.OpenOptions{
+		Kind:         sandbox.Kind(s.kind),
+		HostFallback: s.hostFallback,
+		Lang:         lang,
+		DataDir:      dataDir,
+		NoIPython:    s.noIPython,
+		Docker:       &cfg,
+		Local:        kernel.LocalConfig{LinkData: s.dataLink},
+		Python:       s.python,
+		SweepTimeout: 30 * time.Second,
+	}, stderr)
+	if ie := (*sandbox.InputError)(nil); errors.As(err, &ie) {
+		return nil, cleanup, usagef("%v", err)
 	}
-	if err != nil {
-		cleanup()
-		return nil, noop, err
-	}
-	return tr, cleanup, nil
+	return tr, cleanup, err
 }
 
 func (s *sandboxFlags) local(lang kernel.Language, dataDir string) (kernel.Transport, func(), error) {
-	noop := func() {}
-	cfg := kernel.LocalConfig{DataDir: dataDir, LinkData: s.dataLink}
-	if lang == kernel.Go {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, noop, fmt.Errorf("find the ctxcode binary to serve the Go kernel: %w", err)
-		}
-		cfg.Argv = []string{exe, "kernel", "serve", "--lang", "go"}
-		tr, err := kernel.NewLocal(cfg)
-		return tr, noop, err
-	}
-	python, err := kernel.FindPython(s.python)
-	if err != nil {
-		return nil, noop, err
-	}
-	tr, err := kernel.NewLocalPython(python, s.noIPython, cfg)
-	return tr, noop, err
+	// transport, with --sandbox local: sandbox.Open is the one way to
+	// choose and make a transport.
+	l := *s
+	l.kind = string(sandbox.KindLocal)
+	return l.transport(context.Background(), lang, dataDir, io.Discard)
 }
 
 // byteSize is a flag for sizes such as 512m or 2g (powers of 1024).

@@ -1,0 +1,224 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/ctxcode/ctxcode/kernel"
+)
+
+// Kind says where kernels run.
+type Kind string
+
+// The kinds of transport Open makes.
+const (
+	// KindAuto is Docker when the daemon answers; otherwise an error, or
+	// this host when OpenOptions.HostFallback allows it.
+	KindAuto Kind = ""
+	// KindDocker is Docker, or an error when the daemon does not answer.
+	KindDocker Kind = "docker"
+	// KindLocal runs kernels as processes on this host, without isolation.
+	KindLocal Kind = "local"
+)
+
+// OpenOptions choose and configure the transport Open makes. The zero
+// value is a Python kernel in Docker with DefaultConfig, without data.
+type OpenOptions struct {
+	// Kind is where kernels run. Default KindAuto.
+	Kind Kind
+	// HostFallback lets KindAuto run kernels on this host when Docker
+	// cannot be reached. Only for code ctxcode wrote itself (the reference
+	// model's solutions): other code never runs on the host unless Kind is
+	// KindLocal.
+	HostFallback bool
+	// Lang is the kernel's language. Default kernel.Python.
+	Lang kernel.Language
+	// DataDir is shown read-only to the kernel as data/, in either kind;
+	// it replaces Docker.DataDir and Local.DataDir. Empty means no data.
+	DataDir string
+	// NoIPython makes the Python driver use its standard-library path, in
+	// either kind; it replaces Docker.NoIPython.
+	NoIPython bool
+	// Docker configures the containers. Nil means DefaultConfig().
+	Docker *Config
+	// Local configures kernels on this host; Open sets its Argv and
+	// DataDir.
+	Local kernel.LocalConfig
+	// Python is the interpreter of a local Python kernel: a path or a
+	// command on PATH. Default python3 (see kernel.FindPython).
+	Python string
+	// Exe is the ctxcode binary that serves the Go kernel. Default
+	// os.Executable().
+	Exe string
+	// SweepTimeout bounds the removal of orphaned containers before the
+	// first Docker kernel starts. Default 30s.
+	SweepTimeout time.Duration
+}
+
+// InputError is options that cannot work whatever the machine's state: an
+// unknown kind or language, a data folder that is not one, a Python
+// interpreter that is not there. It is the user's to fix (exit code 2),
+// unlike a *DaemonError, which is the machine's.
+type InputError struct {
+	Err error
+}
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func inputErrorf(format string, args ...any) error {
+	return &InputError{Err: fmt.Errorf(format, args...)}
+}
+
+// Open makes the transport kernels start through, as opts say, and writes
+// warnings to warn: that KindLocal runs cells without isolation, that
+// HostFallback is used, that orphans could not be removed.
+//
+// KindAuto and KindDocker connect to the daemon (the error is a
+// *DaemonError when it does not answer; with KindAuto it adds that cells
+// are never run on this host unless asked), then Sweep the orphans of
+// gone processes. Bad options are an *InputError, found before anything
+// is connected or started.
+//
+// The cleanup function, never nil, closes the Docker client: call it once
+// the transport's kernels are closed.
+func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transport, func(), error) {
+	noop := func() {}
+	if err := opts.check(); err != nil {
+		return nil, noop, err
+	}
+	if opts.Kind == KindLocal {
+		fmt.Fprintln(warn, "ctxcode: warning: --sandbox local runs the cells on this host, without isolation")
+		tr, err := opts.local()
+		return tr, noop, err
+	}
+	cli, err := Connect(ctx)
+	if err != nil {
+		switch {
+		case opts.Kind == KindAuto && opts.HostFallback:
+			fmt.Fprintf(warn, "ctxcode: Docker is not reachable (%v);\nctxcode: the reference model runs ctxcode's own solutions, so they run on this host\n", err)
+			tr, lerr := opts.local()
+			return tr, noop, lerr
+		case opts.Kind == KindAuto:
+			return nil, noop, fmt.Errorf("%w\n(cells are never run on this host unless you say so with --sandbox local)", err)
+		}
+		return nil, noop, err
+	}
+	cleanup := func() { _ = cli.Close() }
+	sctx, cancel := context.WithTimeout(ctx, opts.SweepTimeout)
+	err = Sweep(sctx, cli)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(warn, "ctxcode: warning: removing leftover containers: %v\n", err)
+	}
+	cfg := DefaultConfig()
+	if opts.Docker != nil {
+		cfg = *opts.Docker
+	}
+	cfg.DataDir, cfg.NoIPython = opts.DataDir, opts.NoIPython
+	var tr *Docker
+	if opts.Lang == kernel.Go {
+		exe, eerr := opts.exe()
+		if eerr != nil {
+			cleanup()
+			return nil, noop, eerr
+		}
+		if tr, err = NewGo(cli, cfg, exe); err != nil && Remote(cli) {
+			err = &InputError{Err: err} // the Go kernel needs a local daemon
+		}
+	} else {
+		tr, err = NewPython(cli, cfg)
+	}
+	if err != nil {
+		cleanup()
+		return nil, noop, err
+	}
+	return tr, cleanup, nil
+}
+
+// check fills the defaults and refuses what cannot work, before anything
+// is connected or started.
+func (o *OpenOptions) check() error {
+	switch o.Kind {
+	case KindAuto, KindDocker, KindLocal:
+	default:
+		return inputErrorf("sandbox %q: expected docker or local", string(o.Kind))
+	}
+	switch o.Lang {
+	case "":
+		o.Lang = kernel.Python
+	case kernel.Python, kernel.Go:
+	default:
+		return inputErrorf("unknown language %q: expected python or go", string(o.Lang))
+	}
+	if o.SweepTimeout <= 0 {
+		o.SweepTimeout = 30 * time.Second
+	}
+	if o.DataDir != "" {
+		st, err := os.Stat(o.DataDir)
+		switch {
+		case err != nil:
+			return inputErrorf("data folder %q: %w", o.DataDir, err)
+		case !st.IsDir():
+			return inputErrorf("data folder %q is not a folder", o.DataDir)
+		}
+	}
+	if o.Kind == KindLocal && o.Lang == kernel.Python {
+		if _, err := o.findPython(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// findPython resolves the local interpreter. One that was named but is not
+// there is bad input; python3 missing from PATH is this machine's lack.
+func (o *OpenOptions) findPython() (string, error) {
+	python, err := kernel.FindPython(o.Python)
+	if err != nil && o.Python != "" {
+		return "", &InputError{Err: err}
+	}
+	return python, err
+}
+
+// local is the transport that runs kernels on this host.
+func (o *OpenOptions) local() (kernel.Transport, error) {
+	cfg := o.Local
+	cfg.DataDir = o.DataDir
+	if o.Lang == kernel.Go {
+		exe, err := o.exe()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Argv = []string{exe, "kernel", "serve", "--lang", "go"}
+		return transport(kernel.NewLocal(cfg))
+	}
+	python, err := o.findPython()
+	if err != nil {
+		return nil, err
+	}
+	return transport(kernel.NewLocalPython(python, o.NoIPython, cfg))
+}
+
+// transport is tr as a kernel.Transport that is nil when err is not.
+func transport[T kernel.Transport](tr T, err error) (kernel.Transport, error) {
+	if err != nil {
+		return nil, err
+	}
+	return tr, nil
+}
+
+// exe is the ctxcode binary that serves the Go kernel.
+func (o *OpenOptions) exe() (string, error) {
+	if o.Exe != "" {
+		return o.Exe, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the ctxcode binary to serve the Go kernel: %w", err)
+	}
+	return exe, nil
+}

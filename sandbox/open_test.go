@@ -1,0 +1,175 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/kernel"
+)
+
+// open calls Open with a hang guard and checks what holds for every call:
+// a cleanup function, and a transport exactly when there is no error.
+func open(t *testing.T, opts OpenOptions) (kernel.Transport, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var warn bytes.Buffer
+	tr, cleanup, err := Open(ctx, opts, &warn)
+	require.NotNil(t, cleanup, "Open returned no cleanup function")
+	t.Cleanup(cleanup)
+	if err != nil {
+		assert.Nil(t, tr, "a transport with the error %v", err)
+	} else {
+		assert.NotNil(t, tr)
+	}
+	return tr, warn.String(), err
+}
+
+// countFiles starts a kernel through tr and asks how many files it sees in
+// data/.
+func countFiles(t *testing.T, tr kernel.Transport) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
+	if k != nil {
+		t.Cleanup(func() { assert.NoError(t, k.Close()) })
+	}
+	require.NoError(t, err)
+	var n int
+	answer(t, k, "import os\nANSWER(len(os.listdir('data')))", &n)
+	return n
+}
+
+func requirePython(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		skipOrFail(t, "this test runs a local kernel, which needs python3 on PATH")
+	}
+}
+
+// TestOpenWithoutDocker covers the choice of transport when the daemon does
+// not answer: cells of a model never run on this host unless asked.
+func TestOpenWithoutDocker(t *testing.T) {
+	requirePython(t)
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock")
+	data := makeDataDir(t)
+	for _, tc := range []struct {
+		name     string
+		opts     OpenOptions
+		local    bool   // the transport runs kernels on this host
+		err      string // a fragment of the error; empty: none
+		warn     string // a fragment of the warning; empty: none at all
+		noteHost bool   // the error says cells never run on this host unless asked
+	}{
+		{name: "auto", opts: OpenOptions{}, err: "docker daemon not reachable", noteHost: true},
+		{name: "docker", opts: OpenOptions{Kind: KindDocker}, err: "docker daemon not reachable"},
+		{name: "auto with host fallback", opts: OpenOptions{HostFallback: true}, local: true,
+			warn: "ctxcode: Docker is not reachable (docker daemon not reachable at unix:///nonexistent.sock"},
+		{name: "docker ignores the host fallback", opts: OpenOptions{Kind: KindDocker, HostFallback: true}, err: "docker daemon not reachable"},
+		{name: "local", opts: OpenOptions{Kind: KindLocal}, local: true,
+			warn: "ctxcode: warning: --sandbox local runs the cells on this host, without isolation\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.DataDir = data
+			tr, warn, err := open(t, tc.opts)
+			if tc.err != "" {
+				require.Error(t, err)
+				var de *DaemonError
+				assert.ErrorAs(t, err, &de, "unreachable is a *DaemonError, whatever wraps it")
+				assert.Contains(t, err.Error(), tc.err)
+				note := "(cells are never run on this host unless you say so with --sandbox local)"
+				if tc.noteHost {
+					assert.Contains(t, err.Error(), note)
+				} else {
+					assert.NotContains(t, err.Error(), note)
+				}
+			} else {
+				require.NoError(t, err)
+			}
+			if tc.warn == "" {
+				assert.Empty(t, warn)
+			} else {
+				assert.Contains(t, warn, tc.warn)
+			}
+			if tc.local {
+				assert.IsType(t, &kernel.Local{}, tr)
+				assert.Equal(t, 3, countFiles(t, tr), "the local kernel sees the data")
+			}
+		})
+	}
+	t.Run("fallback message", func(t *testing.T) {
+		_, warn, err := open(t, OpenOptions{HostFallback: true})
+		require.NoError(t, err)
+		assert.Regexp(t, `^ctxcode: Docker is not reachable \(.*\);\nctxcode: the reference model runs ctxcode's own solutions, so they run on this host\n$`, warn)
+	})
+}
+
+// TestOpenBadInput: options that cannot work are an *InputError (exit 2 in
+// the command line), found before the daemon is asked anything or a
+// warning is printed.
+func TestOpenBadInput(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock") // a *DaemonError would mean Open got that far
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	for _, tc := range []struct {
+		name string
+		opts OpenOptions
+		err  string
+	}{
+		{"unknown kind", OpenOptions{Kind: "podman"}, `sandbox "podman": expected docker or local`},
+		{"unknown language", OpenOptions{Lang: "rust"}, `unknown language "rust": expected python or go`},
+		{"missing data folder", OpenOptions{DataDir: "/nonexistent/data"}, `data folder "/nonexistent/data"`},
+		{"data is a file", OpenOptions{DataDir: file}, "is not a folder"},
+		{"missing data folder, local", OpenOptions{Kind: KindLocal, DataDir: "/nonexistent/data"}, `data folder "/nonexistent/data"`},
+		{"named python missing", OpenOptions{Kind: KindLocal, Python: "/nonexistent/python3"}, `python interpreter "/nonexistent/python3" not found`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, warn, err := open(t, tc.opts)
+			require.Error(t, err)
+			var ie *InputError
+			assert.ErrorAs(t, err, &ie)
+			var de *DaemonError
+			assert.False(t, errors.As(err, &de), "Open asked the daemon before checking its options")
+			assert.Contains(t, err.Error(), tc.err)
+			assert.Empty(t, warn, "a warning before refusing bad input")
+		})
+	}
+}
+
+// TestOpenDocker: with the daemon there, Open sweeps the orphans of gone
+// owners in this PID namespace (and leaves another namespace's) before it
+// hands out a transport whose kernels see the data.
+func TestOpenDocker(t *testing.T) {
+	cli := newDockerClient(t)
+	base := testSession(t)
+	dead := deadPID(t)
+	otherNS := otherOwner(dead)
+	otherNS.PIDNS = "4026500001"
+	for name, kind := range map[string]Kind{"auto": KindAuto, "docker": KindDocker} {
+		t.Run(name, func(t *testing.T) {
+			orphan := fakeContainer(t, cli, fakeLabels(base+"-orphan-"+name, otherOwner(dead), time.Now()), container.StateRunning)
+			foreign := fakeContainer(t, cli, fakeLabels(base+"-foreign-"+name, otherNS, time.Now()), container.StateRunning)
+			cfg := testConfig(t)
+			removeSessionOnCleanup(t, cli, cfg.Session)
+			tr, warn, err := open(t, OpenOptions{Kind: kind, HostFallback: true, DataDir: makeDataDir(t), Docker: &cfg})
+			require.NoError(t, err)
+			assert.Empty(t, warn)
+			require.IsType(t, &Docker{}, tr)
+			assert.Equal(t, cfg.Session, tr.(*Docker).Config().Session, "the Docker config is used")
+			assert.False(t, containerExists(t, cli, orphan), "Open did not sweep the orphan of a gone owner")
+			assert.True(t, containerExists(t, cli, foreign), "Open removed a container of another PID namespace")
+			assert.Equal(t, 3, countFiles(t, tr), "the container sees the data")
+		})
+	}
+}
