@@ -62,6 +62,12 @@ func (s *sandboxFlags) check() error {
 	default:
 		return usagef("--sandbox %q: expected docker or local", s.kind)
 	}
+	if s.python != "" {
+		// Named on the command line: a wrong name is bad input.
+		if _, err := kernel.FindPython(s.python); err != nil {
+			return usagef("--python %s: no such interpreter: give the path or name of a Python 3 (e.g. python3 or /usr/bin/python3)", s.python)
+		}
+	}
 	if s.python == "" {
 		s.python = os.Getenv("CTXCODE_PYTHON")
 	}
