@@ -1,10 +1,9 @@
 package prefixes
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/session"
 )
 
 // Skipped is a file of the data folder that Init left out, and why.
@@ -22,21 +22,228 @@ type Skipped struct {
 	Reason string
 }
 
-// dataFile is a loadable file of the data folder, as Init saw it.
+// InitOptions say what prefix Init writes. The zero value means a Python
+// prefix checked against DefaultMaxTokens in o200k_base.
+type InitOptions struct {
+	// Lang is python (tables are lists of dicts) or go (tables are slices
+	// of generated struct types). Empty means python.
+	Lang kernel.Language
+	// MaxTokens is the budget Init's estimate of the rendered transcript is
+	// checked against (a warning, not an error). Zero means
+	// DefaultMaxTokens, the budget of Verify and prefix verify.
+	MaxTokens int
+	// Encoding is the token vocabulary of the estimate. Empty means
+	// o200k_base.
+	Encoding session.Encoding
+}
+
+// InitResult is a prefix Init wrote, and what a person should know of it.
+type InitResult struct {
+	Source  []byte    // the prefix, in the percent format
+	Skipped []Skipped // the files left out, with reasons (also in Source's header)
+	// Warnings are one-line notes for the person running init: files read
+	// as Latin-1, and a prefix whose estimated transcript is over budget.
+	Warnings []string
+	// Tokens estimates the tokens of the transcript the prefix renders to
+	// (its code and outputs predicted from the files), in Encoding. Verify
+	// counts the real ones.
+	Tokens int
+}
+
+// maxDistinct is how many distinct values a field may have for Init to show
+// them all.
+const maxDistinct = 8
+
+// maxSmallValue is the longest value (in characters) of a field whose
+// values Init shows: longer ones are text, not categories.
+const maxSmallValue = 60
+
+// minGroup is how many files with one schema Init binds as one variable.
+const minGroup = 3
+
+// briefOver is the length (in characters) of a string value past which the
+// last record is shown cut, and briefWidth how much of it is shown.
+const (
+	briefOver  = 500
+	briefWidth = 200
+)
+
+// maxListed is how many folder entries the first cell lists in full.
+const maxListed = 40
+
+// Init writes a prefix for a folder of .jsonl, .json, .csv and .tsv files;
+// see InitWith. It returns the prefix source and the files it left out.
+func Init(dir string, lang kernel.Language) ([]byte, []Skipped, error) {
+	r, err := InitWith(dir, InitOptions{Lang: lang})
+	if err != nil {
+		if r != nil {
+			return nil, r.Skipped, err
+		}
+		return nil, nil, err
+	}
+	return r.Source, r.Skipped, nil
+}
+
+// InitWith writes a prefix for a folder of .jsonl, .json, .csv and .tsv
+// files: it lists the folder, binds one variable per file (names made from
+// the file names, valid and unique), or one per group of three or more
+// files with one schema (a list whose records say their file in a source
+// field), shows their lengths, their field names, the values of fields
+// with few distinct values, and the last record of each.
+//
+// The loaders read what Python's csv and json read, and Init checks each
+// file the way its loader reads it, so a prefix Init writes builds: text
+// is UTF-8 (a byte-order mark dropped) or else Latin-1, said in the cell;
+// a CSV file's delimiter is sniffed (',', tab, ';' or '|'; tab for .tsv),
+// rows shorter or longer than the header are kept as csv.DictReader keeps
+// them (missing fields None, extra values a list under a named key), and
+// fields over 128 KiB are allowed; a JSON object whose one list of records
+// is under a key (an envelope) binds the records. A file its loader could
+// not read is skipped, with the reason in the prefix's header and in
+// Skipped. For Go (lang go) the loaders are encoding/json and encoding/csv
+// (lazy quotes, ragged rows padded); JSON with NaN or Infinity is skipped.
+//
+// With no loadable file, the error says why each file was left out (and
+// the result holds Skipped).
+func InitWith(dir string, o InitOptions) (*InitResult, error) {
+	lang := o.Lang
+	if lang == "" {
+		lang = kernel.Python
+	}
+	if lang != kernel.Python && lang != kernel.Go {
+		return nil, fmt.Errorf("prefix init writes python and go prefixes, not %q", lang)
+	}
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = DefaultMaxTokens
+	}
+	if o.Encoding == "" {
+		o.Encoding = session.O200kBase
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read data folder: %w", err)
+	}
+	res := &InitResult{}
+	var files []*dataFile
+	var names []string // every entry of the folder, as the kernel lists it
+	for _, e := range entries {
+		name := e.Name()
+		names = append(names, name)
+		if e.IsDir() || strings.HasPrefix(name, ".") {
+			continue
+		}
+		ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(name)), ".")
+		format := ext
+		if ext == "tsv" {
+			format = "csv"
+		}
+		if format != "jsonl" && format != "json" && format != "csv" {
+			res.Skipped = append(res.Skipped, Skipped{name, "not .jsonl, .json or .csv"})
+			continue
+		}
+		if name == "manifest.json" {
+			res.Skipped = append(res.Skipped, Skipped{name, "a ctxcode manifest, not data"})
+			continue
+		}
+		f, err := inspectFile(filepath.Join(dir, name), format, ext == "tsv", lang)
+		if err != nil {
+			res.Skipped = append(res.Skipped, Skipped{name, err.Error()})
+			continue
+		}
+		f.name, f.format = name, format
+		files = append(files, f)
+		if f.enc == encLatin1 {
+			res.Warnings = append(res.Warnings, name+" is not UTF-8: read as Latin-1")
+		}
+	}
+	if len(files) == 0 {
+		var why []string
+		for _, s := range res.Skipped {
+			why = append(why, s.File+": "+s.Reason)
+		}
+		if len(why) == 0 {
+			why = append(why, "the folder is empty")
+		}
+		return res, fmt.Errorf("no loadable file in %s (%s)", dir, strings.Join(why, "; "))
+	}
+	files = groupFiles(files, names)
+	for _, f := range files {
+		f.finish()
+	}
+	folder := filepath.Base(dir)
+	var h header
+	var cells []initCell
+	if lang == kernel.Go {
+		h, cells = renderGoInit(folder, files, names)
+	} else {
+		h, cells = renderInit(folder, files, names)
+	}
+	h.skipped = res.Skipped
+	res.Source = []byte(h.render(lang, cells))
+	if res.Tokens, err = estimateTokens(lang, o.Encoding, cells); err != nil {
+		return nil, err
+	}
+	if res.Tokens > o.MaxTokens {
+		res.Warnings = append(res.Warnings, fmt.Sprintf(
+			"the prefix renders to about %d tokens (%s), over the %d that prefix verify allows: "+
+				"move files out of the folder or cut cells (check with prefix verify, or verify with a larger --max-tokens)",
+			res.Tokens, o.Encoding, o.MaxTokens))
+	}
+	return res, nil
+}
+
+// dataFile is a loadable file of the data folder, or a group of files with
+// one schema, as Init saw it.
 type dataFile struct {
-	name   string // file name in the data folder
-	format string // jsonl, json or csv
+	name   string // file name in the data folder (a group: its first file's)
+	format string // jsonl, json or csv (.tsv files are csv)
 	ident  string // the variable it is bound to
+
+	enc      string // encUTF8 or encLatin1
+	delim    rune   // csv: the delimiter
+	header   []string
+	short    bool   // csv: rows shorter than the header
+	long     bool   // csv: rows longer than the header
+	restKey  string // csv, Python: the key of a long row's extra values
+	bigField bool   // csv, Python: a field over Python's default limit
+
+	envelope string   // json: the key of the records in an envelope object
+	others   []string // json: the envelope's other keys
+	docIdent string   // json: the variable of an envelope with other keys
+
+	table  bool   // a list of records (fields and values make sense)
+	kind   string // for JSON that is not a table: dict, list or scalar
+	n      int    // records of a table, elements of a list, keys of a dict
 	fields []string
+	// distinct holds, per field, up to maxDistinct+1 of its string values;
+	// notSmall the fields with a value too long to be a category.
+	distinct map[string]map[string]bool
+	notSmall map[string]bool
 	// small lists, per field, the values of fields with few distinct values.
 	small map[string][]string
-	table bool   // a list of records (fields and values make sense)
-	kind  string // for JSON that is not a table: dict, list or scalar
-	n     int    // records of a table, elements of a list
+
+	// What the last cells show, to estimate the transcript: the last
+	// record, a list's first elements, a dict's first keys, a scalar.
+	last   []shownField
+	peek   string
+	brief  bool // the last record has long strings, shown cut
+	keys   []string
+	scalar string
 
 	// For the Go prefix: the fields in the order they first appear (CSV:
 	// the header, duplicates included), with the JSON kinds of their values.
 	columns []column
+
+	members []*dataFile // a group: its files, in order
+	source  string      // a group, Python: the key that names a record's file
+	pattern [2]string   // a group: the prefix and suffix that select exactly its files, if any
+}
+
+// shownField is one field of a record as a Python repr would show it.
+type shownField struct {
+	key    string
+	repr   string
+	strLen int // the length in characters of a string value, else -1
 }
 
 // column is one field of a table as Init saw it.
@@ -46,187 +253,573 @@ type column struct {
 	present int             // how many records have it
 }
 
-// maxDistinct is how many distinct values a field may have for Init to show
-// them all.
-const maxDistinct = 8
-
-// Init writes a prefix for a folder of .jsonl, .json and .csv files: it
-// lists the folder, binds one variable per file (names made from the file
-// names, valid and unique), shows their lengths, their field names, the
-// values of fields with few distinct values, and the last record of each.
-// It returns the prefix source and the files it left out, with reasons.
-//
-// lang is python (tables are lists of dicts) or go (tables are slices of
-// generated struct types, whose declarations name the fields; see
-// renderGoInit for the typing).
-func Init(dir string, lang kernel.Language) ([]byte, []Skipped, error) {
-	if lang != kernel.Python && lang != kernel.Go {
-		return nil, nil, fmt.Errorf("prefix init writes python and go prefixes, not %q", lang)
-	}
-	entries, err := os.ReadDir(dir)
+// inspect reads a .jsonl, .json or .csv file as Init's Python loader
+// would, for the skill document: its fields are sorted.
+func inspect(path, format string) (*dataFile, error) {
+	f, err := inspectFile(path, format, false, kernel.Python)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read data folder: %w", err)
+		return nil, err
 	}
-	var files []*dataFile
-	var skipped []Skipped
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || strings.HasPrefix(name, ".") {
-			continue
-		}
-		format := strings.TrimPrefix(strings.ToLower(filepath.Ext(name)), ".")
-		if format != "jsonl" && format != "json" && format != "csv" {
-			skipped = append(skipped, Skipped{name, "not .jsonl, .json or .csv"})
-			continue
-		}
-		if name == "manifest.json" {
-			skipped = append(skipped, Skipped{name, "a ctxcode manifest, not data"})
-			continue
-		}
-		f, err := inspect(filepath.Join(dir, name), format)
-		if err != nil {
-			skipped = append(skipped, Skipped{name, err.Error()})
-			continue
-		}
-		f.name, f.format = name, format
-		files = append(files, f)
-	}
-	if len(files) == 0 {
-		var why []string
-		for _, s := range skipped {
-			why = append(why, s.File+": "+s.Reason)
-		}
-		if len(why) == 0 {
-			why = append(why, "the folder is empty")
-		}
-		return nil, skipped, fmt.Errorf("no loadable file in %s (%s)", dir, strings.Join(why, "; "))
-	}
-	if lang == kernel.Go {
-		return renderGoInit(filepath.Base(dir), files), skipped, nil
-	}
-	used := map[string]bool{}
-	for _, f := range files {
-		f.ident = identifier(strings.TrimSuffix(f.name, filepath.Ext(f.name)), used)
-	}
-	return renderInit(filepath.Base(dir), files), skipped, nil
+	f.finish()
+	return f, nil
 }
 
-// inspect reads a file to learn its records' fields and small value sets.
-func inspect(path, format string) (*dataFile, error) {
+// inspectFile reads a file as its loader will, to learn its records' fields
+// and small value sets; an error says why the loader could not read it.
+func inspectFile(path, format string, tsv bool, lang kernel.Language) (*dataFile, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var rows []map[string]any
-	var raws [][]byte // the JSON records, for their fields' order and kinds
-	var header []string
+	text, enc, err := decodeText(b)
+	if err != nil {
+		return nil, err
+	}
+	f := &dataFile{enc: enc}
 	switch format {
-	case "jsonl":
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for n := 1; sc.Scan(); n++ {
-			line := bytes.TrimSpace(sc.Bytes())
-			if len(line) == 0 {
-				continue
-			}
-			var row map[string]any
-			if err := json.Unmarshal(line, &row); err != nil {
-				return nil, fmt.Errorf("line %d is not a JSON object: %v", n, err)
-			}
-			rows = append(rows, row)
-			raws = append(raws, bytes.Clone(line))
-		}
-		if err := sc.Err(); err != nil {
-			return nil, err
-		}
-	case "json":
-		var v any
-		if err := json.Unmarshal(b, &v); err != nil {
-			return nil, fmt.Errorf("not valid JSON: %v", err)
-		}
-		switch x := v.(type) {
-		case map[string]any:
-			return &dataFile{kind: "dict"}, nil // loaded and shown, but not a table
-		case []any:
-			for _, item := range x {
-				if m, ok := item.(map[string]any); ok {
-					rows = append(rows, m)
-				}
-			}
-			if len(rows) != len(x) || len(x) == 0 {
-				return &dataFile{kind: "list", n: len(x)}, nil
-			}
-			var elems []json.RawMessage
-			if err := json.Unmarshal(b, &elems); err != nil {
-				return nil, fmt.Errorf("not valid JSON: %v", err)
-			}
-			for _, e := range elems {
-				raws = append(raws, e)
-			}
-		default:
-			return &dataFile{kind: "scalar"}, nil
-		}
 	case "csv":
-		r := csv.NewReader(bytes.NewReader(b))
-		recs, err := r.ReadAll()
-		if err != nil {
-			return nil, fmt.Errorf("not valid CSV: %v", err)
-		}
-		if len(recs) == 0 {
-			return nil, fmt.Errorf("empty CSV (no header)")
-		}
-		header = recs[0]
-		for _, rec := range recs[1:] {
-			row := map[string]any{}
-			for i, h := range recs[0] {
-				if i < len(rec) {
-					row[h] = rec[i]
-				}
-			}
-			rows = append(rows, row)
-		}
+		err = f.inspectCSV(text, tsv, lang)
+	case "json":
+		err = f.inspectJSON(text, lang)
+	case "jsonl":
+		err = f.inspectJSONL(text, lang)
 	}
-	if len(rows) == 0 {
-		return nil, fmt.Errorf("no records")
+	if err != nil {
+		return nil, err
 	}
-	f := &dataFile{table: true, small: map[string][]string{}, n: len(rows)}
-	if format == "csv" {
-		for _, h := range header {
-			f.columns = append(f.columns, column{key: h, kinds: map[string]bool{"string": true}, present: len(rows)})
+	return f, nil
+}
+
+func (f *dataFile) inspectCSV(text string, tsv bool, lang kernel.Language) error {
+	f.delim = '\t'
+	if !tsv {
+		f.delim = sniffDelimiter(text)
+	}
+	var recs [][]string
+	if lang == kernel.Go {
+		var err error
+		if recs, err = goCSV(text, f.delim); err != nil {
+			return fmt.Errorf("not valid CSV for Go's encoding/csv: %v", err)
 		}
 	} else {
-		f.columns = jsonColumns(raws)
+		var longest int
+		recs, longest = pyCSV(text, f.delim)
+		f.bigField = longest > pyCSVFieldLimit
 	}
-	distinct := map[string]map[string]bool{}
-	seen := map[string]bool{}
-	for _, row := range rows {
-		for k, v := range row {
-			if !seen[k] {
-				seen[k] = true
-				f.fields = append(f.fields, k)
-			}
-			s, ok := v.(string)
-			if !ok {
-				continue
-			}
-			if distinct[k] == nil {
-				distinct[k] = map[string]bool{}
-			}
-			if len(distinct[k]) <= maxDistinct {
-				distinct[k][s] = true
+	if len(recs) == 0 {
+		return errors.New("empty CSV (no header)")
+	}
+	f.header = recs[0]
+	if len(f.header) == 0 {
+		return errors.New("the first line is blank, so csv.DictReader would find no field names")
+	}
+	for _, rec := range recs[1:] {
+		if len(rec) == 0 {
+			continue // csv.DictReader skips blank lines (encoding/csv never returns them)
+		}
+		f.short = f.short || len(rec) < len(f.header)
+		f.long = f.long || len(rec) > len(f.header)
+	}
+	if f.long && lang != kernel.Go {
+		f.restKey = freeKey("_rest", f.header)
+	}
+	f.table = true
+	for _, h := range f.header {
+		f.columns = append(f.columns, column{key: h, kinds: map[string]bool{"string": true}})
+	}
+	var last *pyDict
+	for _, rec := range recs[1:] {
+		if len(rec) == 0 {
+			continue
+		}
+		f.n++
+		row := &pyDict{}
+		// csv.DictReader: dict(zip(header, row)), the rest of a long row
+		// under restkey, None for the fields a short row lacks. The Go
+		// loader pads a short row with "".
+		for i, h := range f.header {
+			switch {
+			case i < len(rec):
+				row.set(h, rec[i])
+			case lang == kernel.Go:
+				row.set(h, "")
+			default:
+				row.set(h, nil)
 			}
 		}
+		if len(rec) > len(f.header) && lang != kernel.Go {
+			row.set(f.restKey, rec[len(f.header):])
+		}
+		f.count(row)
+		last = row
 	}
-	sort.Strings(f.fields)
-	for k, vals := range distinct {
-		if len(vals) >= 2 && len(vals) <= maxDistinct && len(rows) > 2*len(vals) {
+	if f.n == 0 {
+		return errors.New("no records")
+	}
+	for i := range f.columns {
+		f.columns[i].present = f.n
+	}
+	f.last = last.shown()
+	return nil
+}
+
+func (f *dataFile) inspectJSON(text string, lang kernel.Language) error {
+	clean, nonFin := nonFinite(text)
+	if nonFin && lang == kernel.Go {
+		return errors.New("has NaN or Infinity, which Python's json reads but Go's encoding/json does not")
+	}
+	v, err := decodeJSON(clean, lang)
+	if err != nil {
+		return fmt.Errorf("not valid JSON: %v", err)
+	}
+	var records json.RawMessage
+	switch x := v.(type) {
+	case map[string]any:
+		var keys []string
+		for k, val := range x {
+			if isRecords(val) {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) != 1 {
+			f.kind, f.n = "dict", len(x)
+			for k := range x {
+				f.keys = append(f.keys, k)
+			}
+			sort.Strings(f.keys)
+			return nil
+		}
+		f.envelope = keys[0]
+		for k := range x {
+			if k != f.envelope {
+				f.others = append(f.others, k)
+			}
+		}
+		sort.Strings(f.others)
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(clean), &doc); err != nil {
+			return fmt.Errorf("not valid JSON: %v", err)
+		}
+		records = doc[f.envelope]
+	case []any:
+		if !isRecords(x) {
+			f.kind, f.n = "list", len(x)
+			peek, _ := json.Marshal(x[:min(3, len(x))])
+			f.peek = string(peek)
+			return nil
+		}
+		records = json.RawMessage(clean)
+	default:
+		f.kind = "scalar"
+		s, _ := json.Marshal(x)
+		f.scalar = string(s)
+		return nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(records, &raws); err != nil {
+		return fmt.Errorf("not valid JSON: %v", err)
+	}
+	f.table = true
+	var rawBytes [][]byte
+	for _, raw := range raws {
+		row, err := orderedObject(raw)
+		if err != nil {
+			return fmt.Errorf("not valid JSON: %v", err)
+		}
+		f.n++
+		f.count(row)
+		rawBytes = append(rawBytes, raw)
+		f.last = row.shown()
+	}
+	f.columns = jsonColumns(rawBytes)
+	return nil
+}
+
+func (f *dataFile) inspectJSONL(text string, lang kernel.Language) error {
+	blank := pyBlank
+	if lang == kernel.Go {
+		blank = func(s string) bool { return strings.TrimSpace(s) == "" }
+	}
+	var raws [][]byte
+	for n, line := range pyLines(text) {
+		line = strings.TrimRight(line, "\r\n")
+		if blank(line) {
+			continue
+		}
+		clean, nonFin := nonFinite(line)
+		if nonFin && lang == kernel.Go {
+			return fmt.Errorf("line %d has NaN or Infinity, which Python's json reads but Go's encoding/json does not", n+1)
+		}
+		v, err := decodeJSON(clean, lang)
+		if err == nil {
+			if _, ok := v.(map[string]any); !ok {
+				var m map[string]any
+				err = json.Unmarshal([]byte(clean), &m)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("line %d is not a JSON object: %v", n+1, err)
+		}
+		row, err := orderedObject([]byte(clean))
+		if err != nil {
+			return fmt.Errorf("line %d is not a JSON object: %v", n+1, err)
+		}
+		f.n++
+		f.count(row)
+		f.last = row.shown()
+		raws = append(raws, []byte(clean))
+	}
+	if f.n == 0 {
+		return errors.New("no records")
+	}
+	f.table = true
+	f.columns = jsonColumns(raws)
+	return nil
+}
+
+// decodeJSON reads one JSON value as the loader will: Python's json keeps
+// every number (1e400 is inf), so numbers stay text; Go's encoding/json
+// must fit them in a float64.
+func decodeJSON(text string, lang kernel.Language) (any, error) {
+	var raw json.RawMessage
+	if err := json.Unmarshal([]byte(text), &raw); err != nil {
+		return nil, err // syntax: the same for both
+	}
+	var v any
+	if lang == kernel.Go {
+		err := json.Unmarshal(raw, &v)
+		return v, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	err := dec.Decode(&v)
+	return v, err
+}
+
+// isRecords reports whether v is a non-empty list of JSON objects.
+func isRecords(v any) bool {
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return false
+	}
+	for _, item := range list {
+		if _, ok := item.(map[string]any); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// pyDict is a record as a Python dict: keys in insertion order.
+type pyDict struct {
+	keys []string
+	vals map[string]any
+}
+
+func (d *pyDict) set(k string, v any) {
+	if d.vals == nil {
+		d.vals = map[string]any{}
+	}
+	if _, ok := d.vals[k]; !ok {
+		d.keys = append(d.keys, k)
+	}
+	d.vals[k] = v
+}
+
+// shown is the record as its fields would be shown.
+func (d *pyDict) shown() []shownField {
+	var out []shownField
+	for _, k := range d.keys {
+		out = append(out, shownValue(k, d.vals[k]))
+	}
+	return out
+}
+
+func shownValue(k string, v any) shownField {
+	switch x := v.(type) {
+	case nil:
+		return shownField{k, "None", -1}
+	case string:
+		return shownField{k, pyRepr(x), len([]rune(x))}
+	case []string:
+		var parts []string
+		for _, s := range x {
+			parts = append(parts, pyRepr(s))
+		}
+		return shownField{k, "[" + strings.Join(parts, ", ") + "]", -1}
+	case json.RawMessage:
+		var s string
+		if len(x) > 0 && x[0] == '"' && json.Unmarshal(x, &s) == nil {
+			return shownField{k, pyRepr(s), len([]rune(s))}
+		}
+		return shownField{k, string(x), -1}
+	}
+	return shownField{k, fmt.Sprint(v), -1}
+}
+
+// orderedObject reads a JSON object's keys in order, with their raw values.
+func orderedObject(raw []byte) (*pyDict, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if tok != json.Delim('{') {
+		return nil, errors.New("not an object")
+	}
+	d := &pyDict{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := tok.(string)
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, err
+		}
+		d.set(key, val)
+	}
+	return d, nil
+}
+
+// count adds a record's fields and string values to f's.
+func (f *dataFile) count(row *pyDict) {
+	if f.distinct == nil {
+		f.distinct, f.notSmall = map[string]map[string]bool{}, map[string]bool{}
+	}
+	for _, k := range row.keys {
+		if _, ok := f.distinct[k]; !ok {
+			f.distinct[k] = map[string]bool{}
+			f.fields = append(f.fields, k)
+		}
+		var s string
+		switch v := row.vals[k].(type) {
+		case string:
+			s = v
+		case json.RawMessage:
+			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+				continue
+			}
+		default:
+			continue
+		}
+		if len([]rune(s)) > maxSmallValue {
+			f.notSmall[k] = true
+			continue
+		}
+		if vals := f.distinct[k]; len(vals) <= maxDistinct {
+			vals[s] = true
+		}
+	}
+}
+
+// finish decides what Init shows of f: the values of its fields with few
+// distinct values, and whether its last record is shown cut.
+func (f *dataFile) finish() {
+	f.small = map[string][]string{}
+	for k, vals := range f.distinct {
+		if !f.notSmall[k] && len(vals) >= 2 && len(vals) <= maxDistinct && f.n > 2*len(vals) {
 			for v := range vals {
 				f.small[k] = append(f.small[k], v)
 			}
 			sort.Strings(f.small[k])
 		}
 	}
-	return f, nil
+	sort.Strings(f.fields)
+	for _, s := range f.last {
+		if s.strLen > briefOver {
+			f.brief = true
+		}
+	}
+}
+
+// freeKey is key, or key with a number appended, not among taken.
+func freeKey(key string, taken []string) string {
+	used := map[string]bool{}
+	for _, t := range taken {
+		used[t] = true
+	}
+	out := key
+	for n := 2; used[out]; n++ {
+		out = key + strconv.Itoa(n)
+	}
+	return out
+}
+
+// schema is what files must share to be one group: format, how they are
+// read, and their fields.
+func (f *dataFile) schema() string {
+	if !f.table {
+		return ""
+	}
+	fields := f.header
+	if f.format != "csv" {
+		fields = append([]string(nil), f.fields...)
+		sort.Strings(fields)
+	}
+	return strings.Join([]string{f.format, f.enc, string(f.delim), f.envelope, strings.Join(fields, "\x00")}, "\x01")
+}
+
+// groupFiles binds each set of minGroup or more tables with one schema as
+// one dataFile, at the place of its first file.
+func groupFiles(files []*dataFile, names []string) []*dataFile {
+	by := map[string][]*dataFile{}
+	for _, f := range files {
+		if s := f.schema(); s != "" {
+			by[s] = append(by[s], f)
+		}
+	}
+	var out []*dataFile
+	done := map[string]bool{}
+	for _, f := range files {
+		s := f.schema()
+		members := by[s]
+		if s == "" || len(members) < minGroup || len(f.others) > 0 {
+			out = append(out, f)
+			continue
+		}
+		if done[s] {
+			continue
+		}
+		done[s] = true
+		out = append(out, newGroup(members, names))
+	}
+	return out
+}
+
+func newGroup(members []*dataFile, names []string) *dataFile {
+	first := members[0]
+	g := &dataFile{
+		name: first.name, format: first.format, enc: first.enc, delim: first.delim, header: first.header,
+		envelope: first.envelope, table: true, members: members,
+		distinct: map[string]map[string]bool{}, notSmall: map[string]bool{},
+	}
+	for _, m := range members {
+		g.n += m.n
+		g.short, g.long, g.bigField = g.short || m.short, g.long || m.long, g.bigField || m.bigField
+		if m.restKey != "" {
+			g.restKey = m.restKey
+		}
+		for _, k := range m.fields {
+			if _, ok := g.distinct[k]; !ok {
+				g.distinct[k] = map[string]bool{}
+				g.fields = append(g.fields, k)
+			}
+			for v := range m.distinct[k] {
+				if len(g.distinct[k]) <= maxDistinct {
+					g.distinct[k][v] = true
+				}
+			}
+			g.notSmall[k] = g.notSmall[k] || m.notSmall[k]
+		}
+	}
+	g.columns = mergeColumns(members)
+	g.source = freeKey("source", g.fields)
+	last := members[len(members)-1]
+	g.last = append([]shownField{{g.source, pyRepr(last.name), len(last.name)}}, last.last...)
+	g.fields = append(g.fields, g.source)
+	g.pattern = groupPattern(members, names)
+	return g
+}
+
+// mergeColumns joins the columns of a group's files: CSV files share their
+// header; JSON fields keep the order they first appear in, and every kind.
+func mergeColumns(members []*dataFile) []column {
+	var cols []column
+	at := map[string]int{}
+	for _, m := range members {
+		if m.format == "csv" && len(cols) > 0 {
+			for i := range cols {
+				cols[i].present += m.n
+			}
+			continue
+		}
+		for _, c := range m.columns {
+			i, ok := at[c.key]
+			if !ok || m.format == "csv" {
+				i = len(cols)
+				at[c.key] = i
+				cols = append(cols, column{key: c.key, kinds: map[string]bool{}})
+			}
+			for k := range c.kinds {
+				cols[i].kinds[k] = true
+			}
+			cols[i].present += c.present
+		}
+	}
+	return cols
+}
+
+// groupPattern is a prefix and suffix of file names that select exactly
+// the group's files among names (as Python's str.startswith and endswith
+// would), or two empty strings when there is none.
+func groupPattern(members []*dataFile, names []string) [2]string {
+	prefix, suffix := members[0].name, members[0].name
+	for _, m := range members[1:] {
+		for !strings.HasPrefix(m.name, prefix) {
+			prefix = prefix[:len(prefix)-1]
+		}
+		for !strings.HasSuffix(m.name, suffix) {
+			suffix = suffix[1:]
+		}
+	}
+	if prefix == "" && suffix == "" {
+		return [2]string{}
+	}
+	want := map[string]bool{}
+	for _, m := range members {
+		want[m.name] = true
+	}
+	// The tidiest first: the prefix without its trailing digits.
+	for _, p := range []string{strings.TrimRight(prefix, "0123456789"), prefix} {
+		exact := true
+		for _, n := range names {
+			if strings.HasPrefix(n, p) && strings.HasSuffix(n, suffix) != want[n] {
+				exact = false
+				break
+			}
+			if !strings.HasPrefix(n, p) && want[n] {
+				exact = false
+				break
+			}
+		}
+		if exact && p+suffix != "" {
+			return [2]string{p, suffix}
+		}
+	}
+	return [2]string{}
+}
+
+// groupBase is the name a group's variable is made from: its files' common
+// prefix without trailing digits and separators, else their common suffix
+// without its extension and leading ones, else "records".
+func groupBase(members []*dataFile) string {
+	prefix := members[0].name
+	suffix := strings.TrimSuffix(prefix, filepath.Ext(prefix))
+	for _, m := range members[1:] {
+		for !strings.HasPrefix(m.name, prefix) {
+			prefix = prefix[:len(prefix)-1]
+		}
+		base := strings.TrimSuffix(m.name, filepath.Ext(m.name))
+		for !strings.HasSuffix(base, suffix) {
+			suffix = suffix[1:]
+		}
+	}
+	trim := "0123456789_-. "
+	if p := strings.TrimRight(prefix, trim); p != "" {
+		return p
+	}
+	if s := strings.TrimLeft(suffix, trim); s != "" {
+		return s
+	}
+	return "records"
+}
+
+// groupNote describes a group for the rules: "80 files sensor-001.csv ...
+// sensor-080.csv".
+func groupNote(g *dataFile) string {
+	return fmt.Sprintf("%d files %s ... %s", len(g.members), g.members[0].name, g.members[len(g.members)-1].name)
 }
 
 var pythonKeywords = map[string]bool{
@@ -236,7 +829,7 @@ var pythonKeywords = map[string]bool{
 	"import": true, "in": true, "is": true, "lambda": true, "nonlocal": true, "not": true, "or": true,
 	"pass": true, "raise": true, "return": true, "try": true, "while": true, "with": true, "yield": true,
 	// names the prefix itself uses
-	"json": true, "os": true, "csv": true, "load_jsonl": true, "load_json": true, "load_csv": true,
+	"json": true, "os": true, "csv": true, "load_jsonl": true, "load_json": true, "load_csv": true, "brief": true,
 }
 
 // identifier makes a valid, unused Python name from a file name.
@@ -267,39 +860,254 @@ func identifier(base string, used map[string]bool) string {
 	return name
 }
 
-func renderInit(folder string, files []*dataFile) []byte {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# name: %s\n# language: python\n", identifier(folder, map[string]bool{}))
-	fmt.Fprintf(&b, "# description: The files of %s, one variable each. Written by ctxcode prefix init; edit freely.\n", folder)
-	var idents []string
-	for _, f := range files {
-		idents = append(idents, f.ident)
+// initCell is a cell Init writes, with the output Init expects of it (to
+// estimate the transcript's tokens).
+type initCell struct {
+	code string
+	out  string
+}
+
+// header is the comment block of a prefix.
+type header struct {
+	name, description, rules string
+	skipped                  []Skipped
+}
+
+// maxSkippedListed is how many skipped files the header names.
+const maxSkippedListed = 20
+
+func (h header) render(lang kernel.Language, cells []initCell) string {
+	c, marker := "#", "# %%"
+	if lang == kernel.Go {
+		c, marker = "//", "// %%"
 	}
-	fmt.Fprintf(&b, "# rules: The data is loaded: %s.\n", strings.Join(idents, ", "))
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s name: %s\n%s language: %s\n", c, h.name, c, lang)
+	fmt.Fprintf(&b, "%s description: %s\n", c, h.description)
+	fmt.Fprintf(&b, "%s rules: %s\n", c, h.rules)
+	for i, s := range h.skipped {
+		if i == maxSkippedListed {
+			fmt.Fprintf(&b, "%s skipped: %d more files\n", c, len(h.skipped)-i)
+			break
+		}
+		fmt.Fprintf(&b, "%s skipped: %s: %s\n", c, headerLine(s.File), headerLine(s.Reason))
+	}
+	for _, cell := range cells {
+		b.WriteString(marker + "\n" + cell.code)
+		if !strings.HasSuffix(cell.code, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
 
-	b.WriteString("# %%\nimport csv, json, os\nsorted(os.listdir('data'))\n")
+// headerLine keeps a text on one comment line.
+func headerLine(s string) string {
+	if strings.ContainsAny(s, "\r\n") {
+		return strconv.Quote(s)
+	}
+	return s
+}
 
-	b.WriteString("# %%\n")
+// estimateTokens renders the cells with their expected outputs as the
+// transcript prefix verify counts, and counts its tokens.
+func estimateTokens(lang kernel.Language, enc session.Encoding, cells []initCell) (int, error) {
+	var sc []session.Cell
+	for i, c := range cells {
+		res := kernel.Result{Count: i + 1, Status: kernel.StatusOK}
+		if lang == kernel.Go {
+			res.Stdout = c.out
+		} else {
+			res.Value = c.out
+		}
+		sc = append(sc, session.Cell{Code: strings.TrimRight(c.code, "\n"), Result: res, From: session.FromPrefix})
+	}
+	return session.CountTokens(enc, session.RenderCells(sc))
+}
+
+// pyRepr is roughly Python's repr of a string (enough to count tokens).
+func pyRepr(s string) string {
+	q := strconv.Quote(s)
+	return "'" + strings.ReplaceAll(q[1:len(q)-1], `\"`, `"`) + "'"
+}
+
+// pyString is a Python string literal (JSON's escapes are Python's too).
+func pyString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// pyChar is a one-character Python string literal, in single quotes.
+func pyChar(r rune) string {
+	if r == '\t' {
+		return `'\t'`
+	}
+	return "'" + string(r) + "'"
+}
+
+// reprRecord shows a record as a dict, its long strings cut when brief.
+func reprRecord(fields []shownField, brief bool) string {
+	var parts []string
+	for _, f := range fields {
+		v := f.repr
+		if brief && f.strLen > briefWidth {
+			v = v[:min(len(v), briefWidth)] + fmt.Sprintf("... (%d more characters)'", f.strLen-briefWidth)
+		}
+		parts = append(parts, pyRepr(f.key)+": "+v)
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// reprList shows strings as a Python list.
+func reprList(items []string) string {
+	var parts []string
+	for _, s := range items {
+		parts = append(parts, pyRepr(s))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// listing is the first cell's code and output: the folder's entries, or
+// their count and the first 20 when there are more than maxListed.
+func listing(names []string, lang kernel.Language) (code, out string) {
+	sorted := append([]string(nil), names...)
+	sort.Strings(sorted)
+	if lang == kernel.Go {
+		if len(sorted) <= maxListed {
+			return "entries, _ := os.ReadDir(\"data\")\nfor _, e := range entries {\n\tfmt.Println(e.Name())\n}\n",
+				strings.Join(sorted, "\n") + "\n"
+		}
+		return "entries, _ := os.ReadDir(\"data\")\nfmt.Println(len(entries), \"entries; the first 20:\")\nfor _, e := range entries[:20] {\n\tfmt.Println(e.Name())\n}\n",
+			fmt.Sprintf("%d entries; the first 20:\n", len(sorted)) + strings.Join(sorted[:20], "\n") + "\n"
+	}
+	if len(sorted) <= maxListed {
+		return "sorted(os.listdir('data'))\n", reprList(sorted)
+	}
+	return "len(os.listdir('data')), sorted(os.listdir('data'))[:20]\n",
+		fmt.Sprintf("(%d, %s)", len(sorted), reprList(sorted[:20]))
+}
+
+// pyLoadArgs are the arguments of a file's Python loader after its name,
+// and a comment on how it is read ("" if none).
+func pyLoadArgs(f *dataFile) (args, note string) {
+	var notes []string
+	if f.enc == encLatin1 {
+		args += ", encoding='latin-1'"
+		notes = append(notes, "not UTF-8: read as Latin-1")
+	}
+	if f.format == "csv" && f.delim != ',' {
+		args += ", delimiter=" + pyChar(f.delim)
+	}
+	if f.restKey != "" {
+		args += ", restkey=" + pyRepr(f.restKey)
+		notes = append(notes, fmt.Sprintf("rows longer than the header keep the rest in %s", pyRepr(f.restKey)))
+	}
+	if f.short {
+		notes = append(notes, "fields missing from short rows are None")
+	}
+	return args, strings.Join(notes, "; ")
+}
+
+func renderInit(folder string, files []*dataFile, names []string) (header, []initCell) {
+	used := map[string]bool{}
+	grouped := false
+	var binds []string
+	for _, f := range files {
+		base := strings.TrimSuffix(f.name, filepath.Ext(f.name))
+		switch {
+		case f.members != nil:
+			grouped = true
+			f.ident = identifier(groupBase(f.members), used)
+			binds = append(binds, fmt.Sprintf("%s (%s, one list; %s is the file)", f.ident, groupNote(f), pyRepr(f.source)))
+		case len(f.others) > 0:
+			f.ident = identifier(base, used)
+			f.docIdent = identifier(base+"_doc", used)
+			binds = append(binds, f.ident, f.docIdent)
+		default:
+			f.ident = identifier(base, used)
+			binds = append(binds, f.ident)
+		}
+	}
+	h := header{name: identifier(folder, map[string]bool{})}
+	h.description = fmt.Sprintf("The files of %s, one variable each. Written by ctxcode prefix init; edit freely.", folder)
+	if grouped {
+		h.description = fmt.Sprintf("The files of %s, one variable per file or per group of files with one schema. Written by ctxcode prefix init; edit freely.", folder)
+	}
+	h.rules = "The data is loaded: " + strings.Join(binds, ", ") + "."
+
+	var cells []initCell
+	code, out := listing(names, kernel.Python)
+	cells = append(cells, initCell{"import csv, json, os\n" + code, out})
+
+	var b strings.Builder
 	formats := map[string]bool{}
+	bigFields, brief := []string{}, false
 	for _, f := range files {
 		formats[f.format] = true
+		if f.bigField {
+			bigFields = append(bigFields, f.name)
+		}
+		brief = brief || f.brief
+	}
+	if len(bigFields) > 0 {
+		fmt.Fprintf(&b, "csv.field_size_limit(1 << 30)  # %s: fields over 128 KiB\n", strings.Join(bigFields, ", "))
 	}
 	if formats["jsonl"] {
-		b.WriteString("def load_jsonl(name):\n    return [json.loads(l) for l in open(f'data/{name}') if l.strip()]\n")
+		b.WriteString("def load_jsonl(name, encoding='utf-8-sig'):\n    with open(f'data/{name}', encoding=encoding) as f:\n        return [json.loads(l) for l in f if l.strip()]\n")
 	}
 	if formats["json"] {
-		b.WriteString("def load_json(name):\n    return json.load(open(f'data/{name}'))\n")
+		b.WriteString("def load_json(name, encoding='utf-8-sig'):\n    with open(f'data/{name}', encoding=encoding) as f:\n        return json.load(f)\n")
 	}
 	if formats["csv"] {
-		b.WriteString("def load_csv(name):\n    return list(csv.DictReader(open(f'data/{name}', newline='')))\n")
+		b.WriteString("def load_csv(name, encoding='utf-8-sig', **options):\n    with open(f'data/{name}', encoding=encoding, newline='') as f:\n        return list(csv.DictReader(f, **options))\n")
+	}
+	if brief {
+		fmt.Fprintf(&b, "def brief(r, width=%d):\n    \"\"\"r with its strings over width characters cut, to look at.\"\"\"\n"+
+			"    return {k: v[:width] + f'... ({len(v) - width} more characters)' if isinstance(v, str) and len(v) > width else v\n"+
+			"            for k, v in r.items()}\n", briefWidth)
 	}
 	for _, f := range files {
-		fmt.Fprintf(&b, "%s = load_%s(%s)\n", f.ident, f.format, pyString(f.name))
+		args, note := pyLoadArgs(f)
+		comment := ""
+		if note != "" {
+			comment = "  # " + note
+		}
+		switch {
+		case f.members != nil:
+			load := fmt.Sprintf("load_%s(n%s)", f.format, args)
+			if f.envelope != "" {
+				load += "[" + pyString(f.envelope) + "]"
+			}
+			if note != "" {
+				fmt.Fprintf(&b, "# %s\n", note)
+			}
+			fmt.Fprintf(&b, "%s = [{%s: n, **r}\n", f.ident, pyRepr(f.source))
+			pad := strings.Repeat(" ", len(f.ident)+4)
+			if p := f.pattern; p != [2]string{} {
+				fmt.Fprintf(&b, "%sfor n in sorted(os.listdir('data')) if n.startswith(%s) and n.endswith(%s)\n", pad, pyString(p[0]), pyString(p[1]))
+			} else {
+				var ns []string
+				for _, m := range f.members {
+					ns = append(ns, pyString(m.name))
+				}
+				fmt.Fprintf(&b, "%sfor n in [%s]\n", pad, strings.Join(ns, ", "))
+			}
+			fmt.Fprintf(&b, "%sfor r in %s]\n", pad, load)
+		case f.envelope != "" && len(f.others) > 0:
+			fmt.Fprintf(&b, "%s = load_json(%s%s)%s\n", f.docIdent, pyString(f.name), args, comment)
+			fmt.Fprintf(&b, "%s = %s[%s]  # the records; the other keys: %s\n", f.ident, f.docIdent, pyString(f.envelope), strings.Join(f.others, ", "))
+		case f.envelope != "":
+			fmt.Fprintf(&b, "%s = load_json(%s%s)[%s]  # the records, inside {%s: [...]}%s\n",
+				f.ident, pyString(f.name), args, pyString(f.envelope), pyString(f.envelope), strings.ReplaceAll(comment, "  #", ";"))
+		default:
+			fmt.Fprintf(&b, "%s = load_%s(%s%s)%s\n", f.ident, f.format, pyString(f.name), args, comment)
+		}
 	}
-	var lens []string
+	var lens, lensOut []string
 	for _, f := range files {
 		if f.kind != "scalar" {
 			lens = append(lens, "len("+f.ident+")")
+			lensOut = append(lensOut, strconv.Itoa(f.n))
 		}
 	}
 	b.WriteString(strings.Join(lens, ", "))
@@ -310,13 +1118,15 @@ func renderInit(folder string, files []*dataFile) []byte {
 		b.WriteString("None")
 	}
 	b.WriteString("\n")
+	cells = append(cells, initCell{b.String(), "(" + strings.Join(lensOut, ", ") + ")"})
 
-	var fieldLines, smallLines []string
+	var fieldLines, fieldOut, smallLines, smallOut []string
 	for _, f := range files {
 		if !f.table {
 			continue
 		}
 		fieldLines = append(fieldLines, fmt.Sprintf(" %s: sorted({k for r in %s for k in r}),", pyString(f.ident), f.ident))
+		fieldOut = append(fieldOut, pyRepr(f.ident)+": "+reprList(f.fields))
 		var keys []string
 		for k := range f.small {
 			keys = append(keys, k)
@@ -325,33 +1135,30 @@ func renderInit(folder string, files []*dataFile) []byte {
 		for _, k := range keys {
 			smallLines = append(smallLines, fmt.Sprintf(" %s: sorted({r[%s] for r in %s if isinstance(r.get(%s), str)}),",
 				pyString(f.ident+"."+k), pyString(k), f.ident, pyString(k)))
+			smallOut = append(smallOut, pyRepr(f.ident+"."+k)+": "+reprList(f.small[k]))
 		}
 	}
 	if len(fieldLines) > 0 {
-		b.WriteString("# %%\n{\n" + strings.Join(fieldLines, "\n") + "\n}\n")
+		cells = append(cells, initCell{"{\n" + strings.Join(fieldLines, "\n") + "\n}\n", "{" + strings.Join(fieldOut, ",\n ") + "}"})
 	}
 	if len(smallLines) > 0 {
-		b.WriteString("# %%\n{\n" + strings.Join(smallLines, "\n") + "\n}\n")
+		cells = append(cells, initCell{"{\n" + strings.Join(smallLines, "\n") + "\n}\n", "{" + strings.Join(smallOut, ",\n ") + "}"})
 	}
 	for _, f := range files {
 		switch {
+		case f.table && f.brief:
+			cells = append(cells, initCell{fmt.Sprintf("brief(%s[-1])\n", f.ident), reprRecord(f.last, true)})
 		case f.table:
-			fmt.Fprintf(&b, "# %%%%\n%s[-1]\n", f.ident)
+			cells = append(cells, initCell{fmt.Sprintf("%s[-1]\n", f.ident), reprRecord(f.last, false)})
 		case f.kind == "dict":
-			fmt.Fprintf(&b, "# %%%%\nsorted(%s)[:20]\n", f.ident)
+			cells = append(cells, initCell{fmt.Sprintf("sorted(%s)[:20]\n", f.ident), reprList(f.keys[:min(20, len(f.keys))])})
 		case f.kind == "list":
-			fmt.Fprintf(&b, "# %%%%\n%s[:3]\n", f.ident)
+			cells = append(cells, initCell{fmt.Sprintf("%s[:3]\n", f.ident), f.peek})
 		default:
-			fmt.Fprintf(&b, "# %%%%\n%s\n", f.ident)
+			cells = append(cells, initCell{fmt.Sprintf("%s\n", f.ident), f.scalar})
 		}
 	}
-	return []byte(b.String())
-}
-
-// pyString is a Python string literal (JSON's escapes are Python's too).
-func pyString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	return h, cells
 }
 
 // jsonColumns lists the fields of JSON records in the order they first
@@ -413,491 +1220,4 @@ func jsonKind(raw []byte) string {
 		return "int"
 	}
 	return "float"
-}
-
-// goType is the Go type of a field, and the value it has where the data
-// has null or nothing: the one type of all its non-null values (int and
-// float together are float64), or any.
-func (c column) goType() (typ, zero string) {
-	var kinds []string
-	for k := range c.kinds {
-		if k != "null" {
-			kinds = append(kinds, k)
-		}
-	}
-	sort.Strings(kinds)
-	switch strings.Join(kinds, " ") {
-	case "string":
-		return "string", `""`
-	case "int":
-		return "int", "0"
-	case "float", "float int":
-		return "float64", "0"
-	case "bool":
-		return "bool", "false"
-	case "object":
-		return "map[string]any", "nil"
-	case "array":
-		return "[]any", "nil"
-	}
-	return "any", "nil"
-}
-
-// zeroNote says where a field holds its zero value for want of data, or "".
-func zeroNote(c column, records int) string {
-	_, zero := c.goType()
-	switch {
-	case zero == "nil":
-		return ""
-	case c.kinds["null"] && c.present < records:
-		return zero + " when null or missing"
-	case c.kinds["null"]:
-		return zero + " when null"
-	case c.present < records:
-		return zero + " when missing"
-	}
-	return ""
-}
-
-// goReserved are the names a Go prefix's variables must not take: Go's
-// keywords and predeclared identifiers, and the names the prefix itself uses.
-var goReserved = map[string]bool{
-	"break": true, "case": true, "chan": true, "const": true, "continue": true, "default": true,
-	"defer": true, "else": true, "fallthrough": true, "for": true, "func": true, "go": true, "goto": true,
-	"if": true, "import": true, "interface": true, "map": true, "package": true, "range": true,
-	"return": true, "select": true, "struct": true, "switch": true, "type": true, "var": true,
-
-	"any": true, "bool": true, "byte": true, "comparable": true, "complex64": true, "complex128": true,
-	"error": true, "float32": true, "float64": true, "int": true, "int8": true, "int16": true,
-	"int32": true, "int64": true, "rune": true, "string": true, "uint": true, "uint8": true,
-	"uint16": true, "uint32": true, "uint64": true, "uintptr": true, "true": true, "false": true,
-	"iota": true, "nil": true, "append": true, "cap": true, "clear": true, "close": true,
-	"complex": true, "copy": true, "delete": true, "imag": true, "len": true, "make": true,
-	"max": true, "min": true, "new": true, "panic": true, "print": true, "println": true,
-	"real": true, "recover": true,
-
-	"csv": true, "json": true, "fmt": true, "os": true, "sort": true, "strings": true,
-	"entries": true, "loadJSONL": true, "loadJSON": true, "loadCSV": true, "distinct": true,
-	"sortedKeys": true, "ANSWER": true,
-}
-
-// goInitialisms are words Go spells in capitals inside a name.
-var goInitialisms = map[string]string{
-	"id": "ID", "ids": "IDs", "url": "URL", "uri": "URI", "uuid": "UUID", "api": "API",
-	"http": "HTTP", "ip": "IP", "json": "JSON", "csv": "CSV", "sql": "SQL",
-}
-
-// goWords splits a name into its ASCII letter-and-digit runs.
-func goWords(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool {
-		return r >= unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r))
-	})
-}
-
-// goExported joins words into an exported name, TeamID style; a name that
-// would start with a digit starts with lead.
-func goExported(words []string, lead string) string {
-	var b strings.Builder
-	for _, w := range words {
-		if up, ok := goInitialisms[strings.ToLower(w)]; ok {
-			b.WriteString(up)
-			continue
-		}
-		b.WriteString(strings.ToUpper(w[:1]) + w[1:])
-	}
-	name := b.String()
-	if name == "" || name[0] >= '0' && name[0] <= '9' {
-		name = lead + name
-	}
-	return name
-}
-
-// uniqueName returns name, or name with the first free number appended.
-func uniqueName(name string, used map[string]bool) string {
-	out := name
-	for n := 2; used[out]; n++ {
-		out = name + strconv.Itoa(n)
-	}
-	used[out] = true
-	return out
-}
-
-// goIdentifier makes a valid, unused Go variable name from a file name:
-// camelCase from its letters and digits ("2024-budget" is data2024Budget),
-// with _ after a keyword or predeclared name ("type" is type_).
-func goIdentifier(base string, used map[string]bool) string {
-	words := goWords(base)
-	if len(words) == 0 {
-		words = []string{"data"}
-	}
-	first := words[0]
-	if strings.ToUpper(first) == first {
-		first = strings.ToLower(first)
-	} else {
-		first = strings.ToLower(first[:1]) + first[1:]
-	}
-	id := first
-	if len(words) > 1 {
-		id += goExported(words[1:], "")
-	}
-	if id[0] >= '0' && id[0] <= '9' {
-		id = "data" + strings.ToUpper(id[:1]) + id[1:]
-	}
-	if goReserved[id] {
-		id += "_"
-	}
-	return uniqueName(id, used)
-}
-
-// goTypeName makes an unused exported type name for a file's records:
-// its name in the singular, roughly ("tasks" is Task).
-func goTypeName(base string, used map[string]bool) string {
-	words := goWords(base)
-	if len(words) == 0 {
-		words = []string{"record"}
-	}
-	last := words[len(words)-1]
-	lower := strings.ToLower(last)
-	switch {
-	case len(last) > 4 && strings.HasSuffix(lower, "ies"):
-		last = last[:len(last)-3] + "y"
-	case len(last) > 3 && strings.HasSuffix(lower, "s") && !strings.HasSuffix(lower, "ss") &&
-		!strings.HasSuffix(lower, "us") && !strings.HasSuffix(lower, "is"):
-		last = last[:len(last)-1]
-	}
-	words[len(words)-1] = last
-	return uniqueName(goExported(words, "Data"), used)
-}
-
-// goTagKey reports whether a JSON key can be a struct tag's name:
-// encoding/json ignores a tag name with other characters.
-func goTagKey(key string) bool {
-	if key == "" {
-		return false
-	}
-	for _, r := range key {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", r) {
-			return false
-		}
-	}
-	return true
-}
-
-// maxStructFields is how many fields a table may have for Init to give it a
-// struct type; wider tables are []map[string]any.
-const maxStructFields = 64
-
-// goTable is how the Go prefix binds a table.
-type goTable struct {
-	typ    string   // the struct type, or "" for []map[string]any
-	fields []string // the field of each column
-	types  []string // the Go type of each column
-}
-
-func newGoTable(f *dataFile, base string, usedTypes map[string]bool) *goTable {
-	t := &goTable{}
-	if f.format != "csv" {
-		if len(f.columns) > maxStructFields {
-			return t
-		}
-		for _, c := range f.columns {
-			if !goTagKey(c.key) {
-				return t
-			}
-		}
-	}
-	t.typ = goTypeName(base, usedTypes)
-	usedFields := map[string]bool{}
-	for _, c := range f.columns {
-		t.fields = append(t.fields, uniqueName(goExported(goWords(c.key), "F"), usedFields))
-		typ := "string"
-		if f.format != "csv" {
-			typ, _ = c.goType()
-		}
-		t.types = append(t.types, typ)
-	}
-	return t
-}
-
-// elemType is the Go type of one record.
-func (t *goTable) elemType() string {
-	if t.typ == "" {
-		return "map[string]any"
-	}
-	return t.typ
-}
-
-// renderGoInit writes the Go prefix. A JSON or JSON-lines table is a slice
-// of a struct type made from its records: one field per key, in the order
-// the keys first appear, typed by the one JSON type of its non-null values
-// (string, int, float64, bool, map[string]any or []any; any when the
-// values' types differ), with null and a missing key left as the zero
-// value. A table whose keys cannot all be struct tags, or that has more
-// than maxStructFields keys, is []map[string]any. A CSV file is a slice of
-// a struct of strings, one field per column. Other JSON is map[string]any,
-// []any or any.
-func renderGoInit(folder string, files []*dataFile) []byte {
-	usedVars, usedTypes := map[string]bool{}, map[string]bool{"ANSWER": true}
-	tables := map[*dataFile]*goTable{}
-	formats := map[string]bool{}
-	var binds []string
-	varTypes := map[*dataFile]string{}
-	nullable := false
-	for _, f := range files {
-		base := strings.TrimSuffix(f.name, filepath.Ext(f.name))
-		f.ident = goIdentifier(base, usedVars)
-		formats[f.format] = true
-		var typ string
-		switch {
-		case f.table:
-			t := newGoTable(f, base, usedTypes)
-			tables[f] = t
-			typ = "[]" + t.elemType()
-			for _, c := range f.columns {
-				if f.format != "csv" && t.typ != "" && (c.kinds["null"] || c.present < f.n) {
-					nullable = true
-				}
-			}
-		case f.kind == "dict":
-			typ = "map[string]any"
-		case f.kind == "list":
-			typ = "[]any"
-		default:
-			typ = "any"
-		}
-		varTypes[f] = typ
-		binds = append(binds, fmt.Sprintf("%s (%s)", f.ident, typ))
-	}
-
-	var b strings.Builder
-	fmt.Fprintf(&b, "// name: %s\n// language: go\n", identifier(folder, map[string]bool{}))
-	fmt.Fprintf(&b, "// description: The files of %s, one variable each. Written by ctxcode prefix init; edit freely.\n", folder)
-	rules := "The data is loaded: " + strings.Join(binds, ", ") + "."
-	if nullable {
-		rules += " A JSON null or missing key is the field's zero value."
-	}
-	fmt.Fprintf(&b, "// rules: %s\n", rules)
-
-	imports := []string{"fmt", "os", "sort", "strings"}
-	if formats["csv"] {
-		imports = append(imports, "encoding/csv")
-	}
-	if formats["json"] || formats["jsonl"] {
-		imports = append(imports, "encoding/json")
-	}
-	sort.Strings(imports)
-	b.WriteString("// %%\nimport (\n")
-	for _, im := range imports {
-		fmt.Fprintf(&b, "\t%q\n", im)
-	}
-	b.WriteString(")\n\nentries, _ := os.ReadDir(\"data\")\nfor _, e := range entries {\n\tfmt.Println(e.Name())\n}\n")
-
-	// The types, the loaders and the bindings.
-	b.WriteString("// %%\n")
-	for _, f := range files {
-		t := tables[f]
-		if t == nil || t.typ == "" {
-			continue
-		}
-		fmt.Fprintf(&b, "type %s struct {\n", t.typ)
-		width, typeWidth := 0, 0
-		for i := range t.fields {
-			width, typeWidth = max(width, len(t.fields[i])), max(typeWidth, len(t.types[i]))
-		}
-		fieldLines := make([]string, len(f.columns))
-		notes := make([]string, len(f.columns))
-		for i, c := range f.columns {
-			fieldLines[i] = fmt.Sprintf("%-*s %s", width, t.fields[i], t.types[i])
-			if f.format != "csv" {
-				fieldLines[i] = fmt.Sprintf("%-*s %-*s `json:%q`", width, t.fields[i], typeWidth, t.types[i], c.key)
-				notes[i] = zeroNote(c, f.n)
-			}
-			fieldLines[i] = strings.TrimRight(fieldLines[i], " ")
-		}
-		// As gofmt does, comments on consecutive fieldLines line up.
-		for i := 0; i < len(fieldLines); {
-			j, lineWidth := i, 0
-			for ; j < len(fieldLines) && notes[j] != ""; j++ {
-				lineWidth = max(lineWidth, len(fieldLines[j]))
-			}
-			for ; i < j; i++ {
-				fieldLines[i] = fmt.Sprintf("%-*s // %s", lineWidth, fieldLines[i], notes[i])
-			}
-			i = max(i, j+1)
-		}
-		for _, line := range fieldLines {
-			b.WriteString("\t" + line + "\n")
-		}
-		b.WriteString("}\n\n")
-	}
-	for _, f := range files {
-		if t := tables[f]; t != nil && t.typ == "" {
-			var keys []string
-			for _, c := range f.columns {
-				keys = append(keys, strconv.Quote(c.key))
-			}
-			fmt.Fprintf(&b, "// The records of %s are maps: their keys (%s) cannot all be struct fields.\n\n", f.name, strings.Join(keys, ", "))
-		}
-	}
-	if formats["jsonl"] {
-		b.WriteString(`// loadJSONL reads data/NAME, one JSON value a line, into v, a pointer to a slice.
-func loadJSONL(name string, v any) {
-	b, err := os.ReadFile("data/" + name)
-	if err != nil {
-		panic(err)
-	}
-	lines := []string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.TrimSpace(line) != "" {
-			lines = append(lines, line)
-		}
-	}
-	if err := json.Unmarshal([]byte("["+strings.Join(lines, ",")+"]"), v); err != nil {
-		panic(fmt.Sprintf("%s: %v", name, err))
-	}
-}
-
-`)
-	}
-	if formats["json"] {
-		b.WriteString(`// loadJSON reads data/NAME, one JSON value, into v, a pointer.
-func loadJSON(name string, v any) {
-	b, err := os.ReadFile("data/" + name)
-	if err != nil {
-		panic(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		panic(fmt.Sprintf("%s: %v", name, err))
-	}
-}
-
-`)
-	}
-	if formats["csv"] {
-		b.WriteString(`// loadCSV reads data/NAME and returns its records after the header.
-func loadCSV(name string) [][]string {
-	f, err := os.Open("data/" + name)
-	if err != nil {
-		panic(err)
-	}
-	defer f.Close()
-	records, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		panic(fmt.Sprintf("%s: %v", name, err))
-	}
-	return records[1:]
-}
-
-`)
-	}
-	b.WriteString("var (\n")
-	width := 0
-	for _, f := range files {
-		width = max(width, len(f.ident))
-	}
-	for _, f := range files {
-		fmt.Fprintf(&b, "\t%-*s %s\n", width, f.ident, varTypes[f])
-	}
-	b.WriteString(")\n")
-	for _, f := range files {
-		switch {
-		case f.format == "csv":
-			t := tables[f]
-			fmt.Fprintf(&b, "for _, r := range loadCSV(%q) {\n\t%s = append(%s, %s{", f.name, f.ident, f.ident, t.typ)
-			for i, field := range t.fields {
-				if i > 0 {
-					b.WriteString(", ")
-				}
-				fmt.Fprintf(&b, "%s: r[%d]", field, i)
-			}
-			b.WriteString("})\n}\n")
-		case f.format == "jsonl":
-			fmt.Fprintf(&b, "loadJSONL(%q, &%s)\n", f.name, f.ident)
-		default:
-			fmt.Fprintf(&b, "loadJSON(%q, &%s)\n", f.name, f.ident)
-		}
-	}
-	var lens []string
-	for _, f := range files {
-		if f.table || f.kind == "dict" || f.kind == "list" {
-			lens = append(lens, fmt.Sprintf("%q: len(%s)", f.ident, f.ident))
-		}
-	}
-	if len(lens) > 0 {
-		fmt.Fprintf(&b, "map[string]int{%s}\n", strings.Join(lens, ", "))
-	}
-
-	// The values of fields with few distinct values.
-	var small []string
-	for _, f := range files {
-		t := tables[f]
-		if t == nil {
-			continue
-		}
-		for i, c := range f.columns {
-			switch {
-			case f.small[c.key] == nil:
-			case t.typ != "" && t.types[i] == "string":
-				small = append(small, fmt.Sprintf("fmt.Println(%q, distinct(len(%s), func(i int) string { return %s[i].%s }))",
-					f.ident+"."+t.fields[i]+":", f.ident, f.ident, t.fields[i]))
-			case t.typ == "" && len(c.kinds) == 1 && c.kinds["string"] && c.present == f.n:
-				// Every record has the key, with a string.
-				small = append(small, fmt.Sprintf("fmt.Println(%q, distinct(len(%s), func(i int) string { return %s[i][%q].(string) }))",
-					f.ident+"."+c.key+":", f.ident, f.ident, c.key))
-			}
-		}
-	}
-	if len(small) > 0 {
-		b.WriteString(`// %%
-// distinct returns the distinct values of n records, sorted.
-func distinct(n int, value func(i int) string) []string {
-	seen := map[string]bool{}
-	out := []string{}
-	for i := 0; i < n; i++ {
-		if v := value(i); !seen[v] {
-			seen[v] = true
-			out = append(out, v)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-`)
-		b.WriteString(strings.Join(small, "\n") + "\n")
-	}
-
-	// The last records, and a look at the other JSON.
-	keysHelper := false
-	for _, f := range files {
-		switch {
-		case f.table:
-			fmt.Fprintf(&b, "// %%%%\nfmt.Printf(\"%%+v\\n\", %s[len(%s)-1])\n", f.ident, f.ident)
-		case f.kind == "dict":
-			b.WriteString("// %%\n")
-			if !keysHelper {
-				b.WriteString(`// sortedKeys returns the first limit keys of m, sorted.
-func sortedKeys(m map[string]any, limit int) []string {
-	keys := []string{}
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if len(keys) > limit {
-		keys = keys[:limit]
-	}
-	return keys
-}
-
-`)
-				keysHelper = true
-			}
-			fmt.Fprintf(&b, "sortedKeys(%s, 20)\n", f.ident)
-		case f.kind == "list" && f.n > 3:
-			fmt.Fprintf(&b, "// %%%%\n%s[:3]\n", f.ident)
-		default:
-			fmt.Fprintf(&b, "// %%%%\n%s\n", f.ident)
-		}
-	}
-	return []byte(b.String())
 }
