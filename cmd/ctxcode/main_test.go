@@ -329,10 +329,15 @@ func TestSandboxStatusAndPrune(t *testing.T) {
 	dead := exec.Command("true")
 	require.NoError(t, dead.Run())
 	host, _ := os.Hostname()
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	require.NoError(t, err)
+	pidns, err := os.Readlink("/proc/self/ns/pid") // pid:[N]
+	require.NoError(t, err)
 	cli := requireDocker(t)
 	ctx := context.Background()
 	made, err := cli.ContainerCreate(ctx, &container.Config{Image: sandbox.KernelImage(), Cmd: []string{"true"}, Labels: map[string]string{
 		sandbox.LabelSession: "cli-test-orphan", sandbox.LabelPID: strconv.Itoa(dead.Process.Pid), sandbox.LabelHost: host,
+		sandbox.LabelBoot: strings.TrimSpace(string(boot)), sandbox.LabelPIDNS: strings.Trim(pidns, "pid:[]"),
 		sandbox.LabelCreated: strconv.FormatInt(time.Now().Unix(), 10)}}, nil, nil, nil, "")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cli.ContainerRemove(ctx, made.ID, container.RemoveOptions{Force: true}) })

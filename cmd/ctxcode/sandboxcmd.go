@@ -14,6 +14,9 @@ const sandboxUsage = `Usage:
   ctxcode sandbox status [--image NAME]       is Docker reachable, is the image there, which containers live
   ctxcode sandbox prune [--older-than D] [--dry-run]
                                               remove containers left by ctxcode processes that are gone
+                                              (on this boot, in this PID namespace); --older-than D also
+                                              removes older ones whoever owns them: the only way to remove
+                                              those of another PID namespace or host
 
 The kernel image is ` + "`ctxcode-kernel:<recipe hash>`" + `: Debian's python3, python3-ipython and
 python3-pandas, put together with debootstrap (needs root) and docker import. Where Docker can
@@ -77,7 +80,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		fmt.Fprintf(stdout, "containers: %d\n", len(cs))
 		for _, c := range cs {
-			state := "in use"
+			state := "kept: " + c.Kept
 			if c.Reason != "" {
 				state = "orphan: " + c.Reason
 			}
@@ -86,7 +89,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	case "prune":
 		fs := newFlagSet("sandbox prune", sandboxUsage, stderr)
-		older := fs.Duration("older-than", 0, "also remove containers older than this, even if their process lives (e.g. 24h)")
+		older := fs.Duration("older-than", 0, "also remove containers older than this, whoever owns them: the only way to remove those of another PID namespace or host (e.g. 24h)")
 		dry := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
 		if err := fs.parse(args[1:], 0, ""); err != nil {
 			return err

@@ -102,14 +102,6 @@ func (s *sandboxFlags) transport(ctx context.Context, lang kernel.Language, data
 	return tr, cleanup, err
 }
 
-func (s *sandboxFlags) local(lang kernel.Language, dataDir string) (kernel.Transport, func(), error) {
-	// transport, with --sandbox local: sandbox.Open is the one way to
-	// choose and make a transport.
-	l := *s
-	l.kind = string(sandbox.KindLocal)
-	return l.transport(context.Background(), lang, dataDir, io.Discard)
-}
-
 // byteSize is a flag for sizes such as 512m or 2g (powers of 1024).
 type byteSize int64
 
