@@ -145,18 +145,29 @@ def _cap_text(data, cap):
     half = max(cap // 2, 1)
     head = b[:half]
     tail = b[len(b) - half :]
-    return _join_capped(head, tail, len(b))
+    return _join_capped(head, tail, len(b), b[len(b) - half - 1 : len(b) - half] == b"\n")
 
 
-def _join_capped(head, tail, size):
+def _join_capped(head, tail, size, tail_starts_line):
+    """Trim a head and a tail kept from size bytes and join them around the
+    dropped-bytes line: the one rule of the Go side (kernel.TrimCut and
+    kernel.JoinCut in cut.go). The head ends after its last newline when that
+    lies in its second half, else on a whole UTF-8 character; the tail starts
+    after its first newline when that lies in its first half, unless it
+    already starts a line, else on a whole UTF-8 character."""
     nl = head.rfind(b"\n")
-    if nl >= len(head) // 2:
+    if nl >= 0 and nl >= len(head) // 2:
         head = head[: nl + 1]
-    nl = tail.find(b"\n")
-    if 0 <= nl < len(tail) // 2:
-        tail = tail[nl + 1 :]
+    else:
+        head = _trim_rune_end(head)
+    if not tail_starts_line:
+        nl = tail.find(b"\n")
+        if 0 <= nl < len(tail) // 2:
+            tail = tail[nl + 1 :]
+        else:
+            tail = _trim_rune_start(tail)
     dropped = size - len(head) - len(tail)
-    if not head.endswith(b"\n"):
+    if head and not head.endswith(b"\n"):
         head += b"\n"
     text = (
         head.decode("utf-8", "replace")
@@ -164,6 +175,25 @@ def _join_capped(head, tail, size):
         + tail.decode("utf-8", "replace")
     )
     return text, dropped
+
+
+def _trim_rune_end(b):
+    """Drop an incomplete UTF-8 sequence at the end of b."""
+    for i in range(len(b) - 1, max(len(b) - 4, 0) - 1, -1):
+        c = b[i]
+        if c & 0xC0 == 0x80:
+            continue  # a continuation byte: the sequence starts further back
+        need = 2 if 0xC2 <= c <= 0xDF else 3 if 0xE0 <= c <= 0xEF else 4 if 0xF0 <= c <= 0xF4 else 1
+        return b[:i] if len(b) - i < need else b
+    return b
+
+
+def _trim_rune_start(b):
+    """Drop continuation bytes at the start of b."""
+    for i in range(min(len(b), 4)):
+        if b[i] & 0xC0 != 0x80:
+            return b[i:]
+    return b
 
 
 def _hole_puncher():
@@ -206,7 +236,8 @@ class _Capture:
     def trim(self, cap, bound):
         keep = max(cap // 2, 1)
         size = os.fstat(self.fd).st_size
-        start, end = max(self.punched, keep), size - keep
+        # The byte before the tail stays too: it says whether the tail starts a line.
+        start, end = max(self.punched, keep), size - keep - 1
         if end - start < bound:
             return
         punch = _get_puncher()
@@ -228,7 +259,8 @@ class _Capture:
             half = max(cap // 2, 1)
             head = os.pread(fd, half, 0)
             tail = os.pread(fd, half, size - half)
-            text, dropped = _join_capped(head, tail, size)
+            before = os.pread(fd, 1, size - half - 1)
+            text, dropped = _join_capped(head, tail, size, before == b"\n")
         os.ftruncate(fd, 0)
         self.punched = 0
         return text, dropped

@@ -9,10 +9,8 @@ import (
 	"reflect"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 )
 
 // goCapWriter keeps the first and the last bytes written to it, up to limit
@@ -75,63 +73,18 @@ func (c *goCapWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// result returns the kept text and the number of bytes left out. When bytes
-// were dropped, the head is cut after its last newline and the tail starts
-// after its first one (when those are not too far in), and a marker line
-// "... [N bytes dropped] ..." stands for the gap.
+// result returns the kept text and the number of bytes left out, cut and
+// joined by the one rule of Cut (see cut.go).
 func (c *goCapWriter) result() (string, int64) {
 	tail := make([]byte, 0, len(c.tail))
 	tail = append(tail, c.tail[c.tailStart:]...)
 	tail = append(tail, c.tail[:c.tailStart]...)
-	head := c.head
-	if int64(len(head)+len(tail)) == c.total {
-		return string(head) + string(tail), 0
+	if int64(len(c.head)+len(tail)) == c.total {
+		return string(c.head) + string(tail), 0
 	}
-	if i := bytes.LastIndexByte(head, '\n'); i >= len(head)/2 {
-		head = head[:i+1]
-	} else {
-		head = goTrimRuneEnd(head)
-	}
-	if c.beforeTail != '\n' {
-		if i := bytes.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/2 {
-			tail = tail[i+1:]
-		} else {
-			tail = goTrimRuneStart(tail)
-		}
-	}
-	dropped := c.total - int64(len(head)+len(tail))
-	var b strings.Builder
-	b.Grow(len(head) + len(tail) + 40)
-	b.Write(head)
-	if len(head) > 0 && head[len(head)-1] != '\n' {
-		b.WriteByte('\n')
-	}
-	fmt.Fprintf(&b, "... [%d bytes dropped] ...\n", dropped)
-	b.Write(tail)
-	return b.String(), dropped
-}
-
-// goTrimRuneEnd drops an incomplete UTF-8 sequence at the end of p.
-func goTrimRuneEnd(p []byte) []byte {
-	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(p[i]) {
-			if !utf8.FullRune(p[i:]) {
-				return p[:i]
-			}
-			break
-		}
-	}
-	return p
-}
-
-// goTrimRuneStart drops continuation bytes at the start of p.
-func goTrimRuneStart(p []byte) []byte {
-	for i := 0; i < len(p) && i < utf8.UTFMax; i++ {
-		if utf8.RuneStart(p[i]) {
-			return p[i:]
-		}
-	}
-	return p
+	head, kept := TrimCut(string(c.head), string(tail), c.beforeTail == '\n')
+	dropped := c.total - int64(len(head)+len(kept))
+	return JoinCut(head, kept, dropped), dropped
 }
 
 // goStream carries one output stream of the interpreter (stdout or stderr)
