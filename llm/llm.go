@@ -23,13 +23,19 @@
 // by Config.Timeout. An attempt is retried when the provider answers 408,
 // 429 (except "insufficient_quota", which waiting does not cure) or any
 // 5xx; when it does not answer within Config.Timeout; when the connection
-// is reset or closed early (EOF); and when a 2xx body is not a chat
-// completion (not JSON, or no choices), which is treated as a server fault.
+// is reset or closed early (EOF); and, once, when a 2xx body is not a chat
+// completion (not JSON, or no choices), which is treated as a server fault:
+// a second such body ends the call, since a server that answers 200 with a
+// web page (a wrong base URL, a captive proxy) will go on doing so.
 // Everything else fails at once: 400, 401, 403, 404 and the other 4xx as an
 // *APIError whose message says what to check, a request longer than the
 // model's context window as an error that matches ErrContextLength, an
 // unreachable server (connection refused, unknown host) as an error naming
 // the base URL.
+//
+// Each retry is reported to Config.OnRetry, when set, before its wait
+// (what failed, the wait, attempt k of n), so a command can show one
+// progress line per retry.
 //
 // Between attempts Complete sleeps for the time the provider asked for
 // (Retry-After in seconds or as an HTTP date, or retry-after-ms), capped at

@@ -81,6 +81,39 @@ type Config struct {
 	// HTTPClient sends the requests; nil is a new http.Client with no
 	// timeout of its own (Timeout bounds each attempt).
 	HTTPClient *http.Client
+	// OnRetry, when set, hears of each retry before its wait: what failed,
+	// how long Complete will wait, and which attempt of how many it was
+	// (Retry.String is one line for a person). It is called on the
+	// goroutine of Complete, so concurrent calls may call it concurrently;
+	// it must return quickly. Nil reports nothing.
+	OnRetry func(Retry)
+}
+
+// Retry is one failed attempt that Complete is about to try again.
+type Retry struct {
+	Model    string        // the model the request named
+	Attempt  int           // the attempt that failed, from 1
+	Attempts int           // the most attempts the call may make: 1 + MaxRetries
+	Status   int           // the HTTP status of an error reply; 0 for a timeout, a lost connection, a 2xx that was not a completion
+	Err      error         // what failed, the API key redacted
+	Wait     time.Duration // how long Complete waits before the next attempt
+}
+
+// String is the retry as one progress line: "model m: attempt 1 of 6
+// failed (429 Too Many Requests), retrying in 2s".
+func (r Retry) String() string {
+	why := ""
+	switch {
+	case r.Status != 0:
+		why = strconv.Itoa(r.Status)
+		if t := http.StatusText(r.Status); t != "" {
+			why += " " + t
+		}
+	case r.Err != nil:
+		why = r.Err.Error()
+	}
+	return fmt.Sprintf("model %s: attempt %d of %d failed (%s), retrying in %s",
+		r.Model, r.Attempt, r.Attempts, why, r.Wait.Round(time.Millisecond))
 }
 
 // DefaultConfig is the configuration with every default filled in, the
@@ -221,6 +254,7 @@ func (c *OpenAI) Complete(ctx context.Context, req session.Request) (reply Reply
 	if err != nil {
 		return reply, fmt.Errorf("model %s: %w", c.cfg.Model, err)
 	}
+	notCompletions := 0 // 2xx replies that were not a chat completion
 	for retry := 0; ; retry++ {
 		reply.Attempts++
 		resp, x, err := c.attempt(ctx, creq)
@@ -228,10 +262,16 @@ func (c *OpenAI) Complete(ctx context.Context, req session.Request) (reply Reply
 			if err = c.read(resp, req, &reply); err == nil {
 				return reply, nil
 			}
-			x.retry = true // a 2xx that is not a usable completion: a server fault
+			x.retry, x.notCompletion = true, true // a 2xx that is not a usable completion: a server fault
 		}
 		if ctx.Err() != nil {
 			return reply, fmt.Errorf("model %s: %w", c.cfg.Model, ctx.Err())
+		}
+		if x.notCompletion {
+			// Once may be a proxy's hiccup; twice is a server that answers
+			// something else, and will go on doing so.
+			notCompletions++
+			x.retry = notCompletions < 2
 		}
 		if !x.retry || retry >= c.cfg.MaxRetries {
 			if reply.Attempts > 1 {
@@ -241,6 +281,14 @@ func (c *OpenAI) Complete(ctx context.Context, req session.Request) (reply Reply
 			return reply, fmt.Errorf("model %s: %w", c.cfg.Model, err)
 		}
 		wait := c.backoff(retry, x.retryAfter())
+		if c.cfg.OnRetry != nil {
+			status := x.status
+			if status < 300 {
+				status = 0 // a 2xx that failed: its error says how
+			}
+			c.cfg.OnRetry(Retry{Model: c.cfg.Model, Attempt: reply.Attempts, Attempts: 1 + c.cfg.MaxRetries,
+				Status: status, Err: c.redactErr(err), Wait: wait})
+		}
 		slept, err := sleep(ctx, wait)
 		reply.Waited += slept
 		if err != nil {
@@ -300,9 +348,9 @@ func (c *OpenAI) classify(err error, x *exchange, timedOut bool) error {
 		ae := c.apiError(re.HTTPStatusCode, codeString(bare.Code), bare.Type, msg)
 		x.retry = ae.retryable()
 		return ae
-	case x.status >= 200 && x.status < 300:
+	case x.status >= 200 && x.status < 300 && x.bodyErr == nil:
 		// The body of a success did not decode.
-		x.retry = true
+		x.retry, x.notCompletion = true, true
 		return fmt.Errorf("%s answered %d with a body that is not a chat completion (%v): %s; check that the base URL is an OpenAI-compatible API",
 			SafeURL(c.cfg.BaseURL), x.status, err, snippet(x.head))
 	case connectionLost(err):
@@ -566,6 +614,12 @@ type exchange struct {
 	header http.Header
 	head   []byte // the first bytes of the body
 	retry  bool   // set by classify
+	// notCompletion says a 2xx came whose body is not a chat completion
+	// (not JSON, or no choices); retried once at most.
+	notCompletion bool
+	// bodyErr is how reading the body failed before its end (a connection
+	// lost mid-body), nil when it ended cleanly.
+	bodyErr error
 }
 
 // retryAfter is the wait the provider asked for: retry-after-ms (OpenAI),
@@ -625,6 +679,9 @@ func (h *headReader) Read(p []byte) (int, error) {
 	n, err := h.ReadCloser.Read(p)
 	if room := headBytes - len(h.x.head); room > 0 && n > 0 {
 		h.x.head = append(h.x.head, p[:min(n, room)]...)
+	}
+	if err != nil && err != io.EOF && h.x.bodyErr == nil {
+		h.x.bodyErr = err
 	}
 	return n, err
 }

@@ -335,28 +335,91 @@ func TestNoRetries(t *testing.T) {
 }
 
 func TestMalformedBody(t *testing.T) {
-	t.Run("retried as a server fault", func(t *testing.T) {
+	t.Run("retried once as a server fault", func(t *testing.T) {
 		f := llmtest.NewServer(t,
 			llmtest.Reply{Body: "<html><body>Welcome to nginx!</body></html>"},
-			llmtest.Reply{Body: `{"id":"x","choices":[]}`},
 			llmtest.Reply{Body: completion("ok", plainUsage)},
 		)
 		reply, err := newClient(t, testConfig(f)).Complete(context.Background(), simpleRequest())
 		require.NoError(t, err)
 		assert.Equal(t, "ok", reply.Content)
-		assert.Equal(t, 3, reply.Attempts)
+		assert.Equal(t, 2, reply.Attempts)
 	})
-	t.Run("fails naming the base URL", func(t *testing.T) {
+	t.Run("no choices is not a completion either", func(t *testing.T) {
+		f := llmtest.NewServer(t, llmtest.Reply{Body: `{"id":"x","choices":[]}`}, llmtest.Reply{Body: completion("ok", plainUsage)})
+		reply, err := newClient(t, testConfig(f)).Complete(context.Background(), simpleRequest())
+		require.NoError(t, err)
+		assert.Equal(t, 2, reply.Attempts)
+	})
+	t.Run("a second one fails, naming the base URL, whatever MaxRetries", func(t *testing.T) {
 		f := llmtest.NewServer(t, llmtest.Reply{Body: "<html>not an API</html>"}, llmtest.Reply{Body: "<html>not an API</html>"})
 		cfg := testConfig(f)
-		cfg.MaxRetries = 1
-		_, err := newClient(t, cfg).Complete(context.Background(), simpleRequest())
+		cfg.MaxRetries = 5
+		reply, err := newClient(t, cfg).Complete(context.Background(), simpleRequest())
 		require.Error(t, err)
+		assert.Equal(t, 2, reply.Attempts, "a server that answers 200 with something else will not change its mind")
 		msg := err.Error()
 		assert.Contains(t, msg, "gave up after 2 attempts")
 		assert.Contains(t, msg, f.URL)
 		assert.Contains(t, msg, "not a chat completion")
 		assert.Contains(t, msg, "<html>not an API</html>", "the head of the body helps to see what answered")
+	})
+	t.Run("a fault in between does not reset the count", func(t *testing.T) {
+		f := llmtest.NewServer(t,
+			llmtest.Reply{Body: "<html>not an API</html>"},
+			llmtest.Reply{Status: 503, Body: errorBody("overloaded", "server_error", "")},
+			llmtest.Reply{Body: "<html>not an API</html>"},
+		)
+		reply, err := newClient(t, testConfig(f)).Complete(context.Background(), simpleRequest())
+		require.Error(t, err)
+		assert.Equal(t, 3, reply.Attempts)
+	})
+}
+
+// TestRetriesAreReported: OnRetry hears of every retry, before its wait:
+// what failed, the wait, and the attempt that failed out of the most there
+// may be.
+func TestRetriesAreReported(t *testing.T) {
+	f := llmtest.NewServer(t,
+		llmtest.Reply{Status: 429, Header: http.Header{"Retry-After-Ms": {"30"}}, Body: errorBody("Rate limit reached", "requests", "rate_limit_exceeded")},
+		llmtest.Reply{Status: 503, Body: errorBody("The engine is currently overloaded", "server_error", "")},
+		llmtest.Reply{Body: completion("ok", plainUsage)},
+	)
+	cfg := testConfig(f)
+	cfg.MaxRetries = 3
+	var mu sync.Mutex
+	var seen []Retry
+	cfg.OnRetry = func(r Retry) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, r)
+	}
+	reply, err := newClient(t, cfg).Complete(context.Background(), simpleRequest())
+	require.NoError(t, err)
+	require.Len(t, seen, 2)
+	assert.Equal(t, 1, seen[0].Attempt)
+	assert.Equal(t, 4, seen[0].Attempts, "1 + MaxRetries")
+	assert.Equal(t, 429, seen[0].Status)
+	assert.Equal(t, 30*time.Millisecond, seen[0].Wait, "the wait the server asked for")
+	assert.Equal(t, "test-model", seen[0].Model)
+	assert.Equal(t, 2, seen[1].Attempt)
+	assert.Equal(t, 503, seen[1].Status)
+	assert.Positive(t, seen[1].Wait)
+	assert.ErrorContains(t, seen[1].Err, "overloaded")
+	assert.Equal(t, "model test-model: attempt 1 of 4 failed (429 Too Many Requests), retrying in 30ms", seen[0].String())
+	assert.Equal(t, seen[0].Wait+seen[1].Wait, reply.Waited, "the reply says how long it waited")
+	assert.NotContains(t, fmt.Sprint(seen), testKey)
+
+	t.Run("a failure without a status", func(t *testing.T) {
+		f := llmtest.NewServer(t, llmtest.Reply{Hangup: true}, llmtest.Reply{Body: completion("ok", plainUsage)})
+		cfg := testConfig(f)
+		var got []Retry
+		cfg.OnRetry = func(r Retry) { got = append(got, r) }
+		_, err := newClient(t, cfg).Complete(context.Background(), simpleRequest())
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		assert.Zero(t, got[0].Status)
+		assert.Contains(t, got[0].String(), "attempt 1 of 6 failed (connection to ")
 	})
 }
 
