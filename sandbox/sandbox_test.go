@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcode/ctxcode/internal/testenv"
 	"github.com/ctxcode/ctxcode/kernel"
 )
 
@@ -124,18 +125,9 @@ func runChild(session string) int {
 	return 0
 }
 
-// strict reports whether a missing Docker fails the tests instead of
-// skipping them (in CI).
-func strict() bool {
-	return os.Getenv("CI") != "" || os.Getenv("CTXCODE_REQUIRE_DOCKER") == "1"
-}
-
 func skipOrFail(tb testing.TB, format string, args ...any) {
 	tb.Helper()
-	if strict() {
-		tb.Fatalf(format, args...)
-	}
-	tb.Skipf(format, args...)
+	testenv.SkipOrFail(tb, format, args...)
 }
 
 // newDockerClient connects to the daemon and checks that the kernel image is

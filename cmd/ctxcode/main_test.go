@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcode/ctxcode/internal/testenv"
 	"github.com/ctxcode/ctxcode/sandbox"
 )
 
@@ -38,16 +39,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func strict() bool {
-	return os.Getenv("CI") != "" || os.Getenv("CTXCODE_REQUIRE_DOCKER") == "1"
-}
-
 func skipOrFail(t *testing.T, format string, args ...any) {
 	t.Helper()
-	if strict() {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
+	testenv.SkipOrFail(t, format, args...)
 }
 
 func requirePython(t *testing.T) {

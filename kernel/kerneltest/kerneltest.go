@@ -10,14 +10,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcode/ctxcode/internal/testenv"
 	"github.com/ctxcode/ctxcode/kernel"
 )
 
 // Strict says whether a missing prerequisite fails the test instead of
 // skipping it.
-func Strict() bool {
-	return os.Getenv("CI") != "" || os.Getenv("CTXCODE_REQUIRE_DOCKER") == "1"
-}
+func Strict() bool { return testenv.Strict() }
 
 // Python starts a local Python kernel ($CTXCODE_PYTHON, else python3) with
 // dataDir as its data/ ("" for none), closed when the test ends.
