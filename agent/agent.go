@@ -20,8 +20,15 @@
 //     the prefix is built again, and the note says what is bound again and
 //     what was lost; at most MaxRestarts times per run.
 //
+// The history holds each cell as it ran: after a repair, the next request
+// holds the code that ran (in the eval loop, the model's call with the
+// code that ran as its argument), the note begins its output, and the
+// trajectory keeps the model's message verbatim (its call event).
+//
 // A message that is "ANSWER: <value>" in plain text ends the run too, but
 // the answer is marked unexecuted: it did not come from code that ran.
+// Every answer can be graded (Result.SetGrade); an unexecuted one never
+// counts in accuracy.
 // Budgets (turns, prompt tokens) end a run with their own status, never a
 // crash. Everything is written to the Trajectory as it happens.
 package agent
@@ -144,27 +151,97 @@ const (
 	MaxTurns        Status = "max_turns"               // the turn budget ran out
 	MaxPromptTokens Status = "max_prompt_tokens"       // the prompt-token budget ran out
 	ContextLength   Status = "context_length_exceeded" // the model's context window was too small
-	KernelFailed    Status = "kernel_failed"           // the kernel died more often than MaxRestarts
+	KernelFailed    Status = "kernel_failed"           // the kernel died more often than MaxRestarts, or at all in one shot
 	ModelFailed     Status = "model_error"             // the model's API failed
 )
 
-// Answer sources.
+// Answer sources (DESIGN.md, "Answers and accuracy").
 const (
 	Executed   = "executed"   // ANSWER(value) ran in the kernel
-	Unexecuted = "unexecuted" // the model wrote "ANSWER: <value>" as text
+	Stated     = "stated"     // condition A's final "ANSWER: <value>", the protocol's own way to answer
+	Unexecuted = "unexecuted" // the model wrote "ANSWER: <value>" as text in B, B0, C or D
 )
 
 // Result is what a run produced and what it cost.
 type Result struct {
 	Status       Status
-	Answer       string // the value as JSON (executed) or the text the model wrote (unexecuted)
-	AnswerSource string // Executed, Unexecuted, or "" without an answer
-	Turns        int    // model calls
-	Usage        llm.Usage
-	Wall         time.Duration
-	Cells        []session.Cell // the cells of the run, after the prefix
-	Restarts     int
-	Err          error // the cause, for ModelFailed and KernelFailed
+	Answer       string // the value as JSON (executed) or the text the model wrote (stated, unexecuted)
+	AnswerSource string // Executed, Stated, Unexecuted, or "" without an answer
+	// Grade is the answer's grade against a task's gold, set by the caller
+	// that knows the task (SetGrade); nil when not graded.
+	Grade *Grade
+	Turns int // model calls
+	Usage llm.Usage
+	// Wall is the run's wall time: from Session.Started (else from the call
+	// of Run) to its end, so the kernel start, the prefix build, the model
+	// calls and the cells.
+	Wall time.Duration
+	// Setup is the part of Wall before the first model call: the kernel
+	// start (from Session.Started) and the prefix build.
+	Setup time.Duration
+	// Model is the part of Wall spent in model calls, the retries and the
+	// waits between them included (the sum of llm.Reply.Latency).
+	Model time.Duration
+	// Waited is the part of Model spent waiting to retry (the sum of
+	// llm.Reply.Waited); Retries is how many attempts were made again.
+	Waited  time.Duration
+	Retries int
+	Cells   []session.Cell // the cells of the run, after the prefix
+	// Restarts is how many times the kernel was restarted (not how often
+	// it died: a death with no restart left is not a restart).
+	Restarts int
+	Err      error // the cause, for ModelFailed and KernelFailed
+}
+
+// Verdict is how a graded answer counts.
+type Verdict string
+
+// Verdicts. Accuracy counts GradeCorrect only; an unexecuted answer is
+// GradeUnexecuted whether it matches the gold or not (Grade.Correct says
+// which), so that it is counted on its own line.
+const (
+	GradeCorrect    Verdict = "correct"    // an executed or stated answer that matches the gold
+	GradeWrong      Verdict = "wrong"      // an executed or stated answer that does not
+	GradeUnexecuted Verdict = "unexecuted" // an answer no code computed: wrong in accuracy
+	GradeNoAnswer   Verdict = "no_answer"  // the run gave no answer
+)
+
+// Grade is an answer graded against a task's gold.
+type Grade struct {
+	Verdict Verdict
+	// Correct says the answer matches the gold, whatever its source: an
+	// unexecuted answer may be correct and still not count.
+	Correct bool
+	Reason  string // why it does not match, when it does not
+	Source  string // the answer's source, as Result.AnswerSource
+}
+
+// Accurate says the grade counts as correct in accuracy.
+func (g *Grade) Accurate() bool { return g != nil && g.Verdict == GradeCorrect }
+
+// SetGrade records the grade of r's answer: correct and reason are what the
+// task's grader said of r.Answer (ignored without an answer). It returns
+// the grade, also kept in r.Grade.
+func (r *Result) SetGrade(correct bool, reason string) *Grade {
+	g := &Grade{Correct: correct, Reason: reason, Source: r.AnswerSource}
+	switch {
+	case r.Status != Answered:
+		g.Verdict, g.Correct, g.Source = GradeNoAnswer, false, ""
+		if g.Reason == "" {
+			g.Reason = "no answer (" + string(r.Status) + ")"
+		}
+	case r.AnswerSource == Unexecuted:
+		g.Verdict = GradeUnexecuted
+	case correct:
+		g.Verdict = GradeCorrect
+	default:
+		g.Verdict = GradeWrong
+	}
+	if g.Correct {
+		g.Reason = ""
+	}
+	r.Grade = g
+	return g
 }
 
 // Session is where a run works: a kernel, the prefix and its built cells.
@@ -173,6 +250,9 @@ type Session struct {
 	Prefix *prefixes.Prefix
 	// Cells is the built prefix; Run builds it in Kernel when nil.
 	Cells []session.Cell
+	// Started is when the kernel began to start, so that Result.Wall and
+	// Result.Setup include the start; zero is when Run is called.
+	Started time.Time
 }
 
 // Info is what the caller knows about a run, for the trajectory's header.
@@ -195,7 +275,11 @@ type Observer interface {
 // that does not build.
 func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info, tr *Trajectory, obs Observer) (*Result, error) {
 	cfg = cfg.withDefaults()
-	r := &runner{s: s, model: model, cfg: cfg, tr: tr, obs: obs, res: &Result{}, started: time.Now()}
+	started := s.Started
+	if started.IsZero() {
+		started = time.Now()
+	}
+	r := &runner{s: s, model: model, cfg: cfg, tr: tr, obs: obs, res: &Result{}, started: started}
 	switch cfg.Protocol {
 	case session.Bare, session.Eval, session.TranscriptText:
 	default:
@@ -215,9 +299,11 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 		}
 		s.Cells = cells
 	}
+	r.res.Setup = time.Since(started)
 	tr.Emit("prefix", struct {
-		Cells int `json:"cells"`
-	}{len(s.Cells)})
+		Cells   int   `json:"cells"`
+		SetupMS int64 `json:"setup_ms"`
+	}{len(s.Cells), r.res.Setup.Milliseconds()})
 	r.in = s.Prefix.Input(s.Cells, info.Question)
 	r.in.Budget = cfg.OutputBudget
 	var err error
@@ -248,9 +334,14 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 		Estimated     bool   `json:"estimated"`
 		Restarts      int    `json:"restarts"`
 		WallMS        int64  `json:"wall_ms"`
+		SetupMS       int64  `json:"setup_ms"`
+		ModelMS       int64  `json:"model_ms"`
+		WaitedMS      int64  `json:"waited_ms"`
+		Retries       int    `json:"retries"`
 		Error         string `json:"error,omitempty"`
 	}{r.res.Status, r.res.Answer, r.res.AnswerSource, r.res.Turns, r.res.Usage.PromptTokens, r.res.Usage.CompletionTokens,
-		r.res.Usage.CachedTokens, r.res.Usage.Estimated, r.res.Restarts, r.res.Wall.Milliseconds(), ""}
+		r.res.Usage.CachedTokens, r.res.Usage.Estimated, r.res.Restarts, r.res.Wall.Milliseconds(),
+		r.res.Setup.Milliseconds(), r.res.Model.Milliseconds(), r.res.Waited.Milliseconds(), r.res.Retries, ""}
 	if r.res.Err != nil {
 		end.Error = r.res.Err.Error()
 	}
@@ -268,7 +359,7 @@ func Condition(p session.Protocol, prefix string) string {
 	case session.TranscriptText:
 		return "C"
 	case session.Eval:
-		if strings.HasSuffix(prefix, "-nobind") {
+		if strings.HasSuffix(prefix, prefixes.NoBindSuffix) {
 			return "B0"
 		}
 		return "B"
@@ -321,6 +412,8 @@ type runner struct {
 	// it (re)started: only running it again is a repeat.
 	lastCode  string
 	lastCount int
+	// deaths counts the kernel's deaths in the run (restarted or not).
+	deaths int
 }
 
 func (r *runner) execOptions() kernel.ExecOptions {
@@ -364,6 +457,9 @@ func (r *runner) call(ctx context.Context) (reply llm.Reply, ok bool, err error)
 	r.res.Turns++
 	r.progress("waiting for the model")
 	reply, err = r.model.Complete(ctx, req)
+	r.res.Model += reply.Latency
+	r.res.Waited += reply.Waited
+	r.res.Retries += max(reply.Attempts-1, 0)
 	ev := callEvent{Turn: r.res.Turns, Messages: len(req.Messages), RequestTokens: estimate,
 		LatencyMS: reply.Latency.Milliseconds(), Attempts: reply.Attempts, WaitedMS: reply.Waited.Milliseconds()}
 	if err != nil {
@@ -427,13 +523,24 @@ func (r *runner) loop(ctx context.Context) error {
 			return nil
 		}
 		if r.cfg.Protocol == session.Eval {
+			cut := reply.FinishReason == "length"
 			if len(reply.ToolCalls) == 0 {
-				// A message without a call ends an eval loop.
-				r.finishText(reply.Content)
-				return nil
+				if !cut {
+					// A message without a call ends an eval loop.
+					r.finishText(reply.Content)
+					return nil
+				}
+				// Cut before it made its call: say so, and go on.
+				c := session.Cell{From: session.FromModel, Reply: reply.Content, Notes: []string{r.cutNote(),
+					"your message made no eval call: run code with the eval tool; to answer, call ANSWER(value) in code"}}
+				if strings.TrimSpace(c.Reply) == "" {
+					c.Reply = emptyMessage
+				}
+				r.add(c, 0)
+				continue
 			}
-			for _, call := range reply.ToolCalls {
-				done, err := r.evalCall(ctx, reply.Content, call)
+			for i, call := range reply.ToolCalls {
+				done, err := r.evalCall(ctx, reply.Content, call, cut && i == len(reply.ToolCalls)-1)
 				if err != nil || done {
 					return err
 				}
@@ -450,8 +557,8 @@ func (r *runner) loop(ctx context.Context) error {
 			notes = append([]string{r.cutNote()}, notes...)
 		}
 		c := session.Cell{Code: code, Notes: notes, From: session.FromModel}
-		if len(notes) > 0 {
-			c.Reply = reply.Content
+		if code != reply.Content {
+			c.Reply = reply.Content // the trajectory keeps the message as it came
 		}
 		if strings.TrimSpace(code) == "" {
 			c.Reply = reply.Content
@@ -469,9 +576,15 @@ func (r *runner) loop(ctx context.Context) error {
 	}
 }
 
-// evalCall runs one eval tool call as a cell.
-func (r *runner) evalCall(ctx context.Context, said string, call session.ToolCall) (bool, error) {
+// evalCall runs one eval tool call as a cell, its code repaired as a bare
+// message is (fences, prose, prompts); cut says the message was cut at the
+// output-token limit. The history replays the call with the code that ran
+// (session.Render); the trajectory's call event keeps it as it came.
+func (r *runner) evalCall(ctx context.Context, said string, call session.ToolCall, cut bool) (bool, error) {
 	c := session.Cell{From: session.FromModel, Reply: said, Call: &call}
+	if cut {
+		c.Notes = []string{r.cutNote()}
+	}
 	args := map[string]any{}
 	code, isString := "", false
 	if err := json.Unmarshal([]byte(call.Arguments), &args); err == nil {
@@ -479,15 +592,21 @@ func (r *runner) evalCall(ctx context.Context, said string, call session.ToolCal
 	}
 	switch {
 	case call.Name != "eval":
-		c.Notes = []string{fmt.Sprintf("there is no tool %q; the one tool is eval(code)", call.Name)}
+		c.Notes = append(c.Notes, fmt.Sprintf("there is no tool %q; the one tool is eval(code)", call.Name))
 	case !isString:
-		c.Notes = []string{`the arguments must be a JSON object {"code": "<the cell>"}`}
+		c.Notes = append(c.Notes, `the arguments must be a JSON object {"code": "<the cell>"}`)
 	}
-	if c.Notes != nil {
+	if call.Name != "eval" || !isString {
 		r.add(c, 0)
 		return false, nil
 	}
-	c.Code = code
+	code, notes := repairCell(code)
+	c.Code, c.Notes = code, append(c.Notes, notes...)
+	if strings.TrimSpace(code) == "" {
+		c.Notes = append(c.Notes, "the call has no code: send the next cell as its code, or call ANSWER(value) in code")
+		r.add(c, 0)
+		return false, nil
+	}
 	return r.runCell(ctx, c)
 }
 
@@ -524,15 +643,20 @@ func (r *runner) runCell(ctx context.Context, c session.Cell) (done bool, err er
 // restart brings a dead kernel back with the prefix built again, and tells
 // the model in the cell's output what happened.
 func (r *runner) restart(ctx context.Context, c session.Cell, cause error) (bool, error) {
-	r.res.Restarts++
+	r.deaths++
 	why := clip(cause.Error(), 400)
-	if r.cfg.MaxRestarts < 0 || r.res.Restarts > r.cfg.MaxRestarts {
+	if r.res.Restarts >= max(r.cfg.MaxRestarts, 0) {
 		c.Notes = append(c.Notes, "the kernel died: "+why)
 		r.add(c, 0)
 		r.res.Status = KernelFailed
-		r.res.Err = fmt.Errorf("the kernel died %d times, more than the %d restarts a run may make; last: %w", r.res.Restarts, max(r.cfg.MaxRestarts, 0), cause)
+		if r.cfg.MaxRestarts < 0 {
+			r.res.Err = fmt.Errorf("the kernel died and a run may make no restarts: %w", cause)
+		} else {
+			r.res.Err = fmt.Errorf("the kernel died %d times, more than the %d restarts a run may make; last: %w", r.deaths, r.cfg.MaxRestarts, cause)
+		}
 		return true, nil
 	}
+	r.res.Restarts++
 	r.progress("restarting the kernel")
 	r.lastCode, r.lastCount = "", 0
 	note := "the kernel died (" + why + ") and was restarted"
@@ -644,10 +768,12 @@ func (r *runner) oneShot(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		// One shot runs once: no restart, and a dead kernel is a failure of
+		// the machinery, as in the loop, not the model's.
 		c.Notes = append(c.Notes, "the kernel died: "+clip(err.Error(), 400))
 		r.add(c, 0)
-		r.res.Status = NoAnswer
-		r.res.Err = err
+		r.res.Status = KernelFailed
+		r.res.Err = fmt.Errorf("the kernel died running the one-shot cell: %w", err)
 		return nil
 	}
 	c.Result = res
@@ -688,12 +814,16 @@ func firstLine(s string) string {
 	return s
 }
 
+// clip is s on one line, at most about n characters: its head and its tail
+// (kernel.Cut), since a dead kernel's cause is often at the end of its
+// stderr (a Python traceback's last line).
 func clip(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len([]rune(s)) <= n {
+	head, tail, dropped := kernel.Cut(s, n)
+	if dropped == 0 {
 		return s
 	}
-	return string([]rune(s)[:n]) + "…"
+	return strings.TrimSpace(head) + " … " + strings.TrimSpace(tail)
 }
 
 func errString(err error) string {

@@ -162,9 +162,10 @@ func TestBareLoopRepairsAndNotes(t *testing.T) {
 
 	reqs := srv.Requests()
 	require.Len(t, reqs, 5)
-	// Turn 1: the fences and the prose went; the model's message is replayed as sent.
+	// Turn 1: the fences and the prose went; the history holds the cell as
+	// it ran, and the trajectory the model's message as it came.
 	msgs := reqs[1].Body.Messages
-	assert.Equal(t, fenced, msgs[len(msgs)-2].Content)
+	assert.Equal(t, "len(teams)", msgs[len(msgs)-2].Content)
 	assert.Equal(t, "[ctxcode: removed the Markdown fences around your code]\n"+
 		"[ctxcode: removed the prose around the code block; only the code runs]\nOut[7]: 3", lastUser(reqs[1]))
 	// Turn 2: the same cell again is not run again.
@@ -179,6 +180,8 @@ func TestBareLoopRepairsAndNotes(t *testing.T) {
 	assert.Contains(t, lastUser(reqs[4]), "[ctxcode: your message has no code")
 	cells := out.cells()
 	require.Len(t, cells, 5)
+	assert.Equal(t, "len(teams)", cells[0]["code"])
+	assert.Equal(t, fenced, cells[0]["reply"], "the trajectory keeps the model's message verbatim")
 	assert.EqualValues(t, 7, cells[1]["repeat_of"])
 	assert.Contains(t, cells[4]["notes"], "removed the interpreter prompts (In [n]:, >>>, ...) before the lines")
 }
@@ -404,4 +407,162 @@ func TestLoopStopsAModelThatRepeatsItself(t *testing.T) {
 	assert.Equal(t, agent.NoAnswer, out.res.Status)
 	assert.Equal(t, 3, out.res.Turns)
 	assert.ErrorContains(t, out.res.Err, "the same message 3 times in a row")
+}
+
+func evalCall(id, code string) session.ToolCall {
+	args, _ := json.Marshal(map[string]string{"code": code})
+	return session.ToolCall{ID: id, Name: "eval", Arguments: string(args)}
+}
+
+// TestEvalLoopHistoryHoldsTheCellAsItRan: a fenced eval argument is
+// repaired like a bare message; the replayed call holds the code that ran,
+// under the model's id; the trajectory keeps the call as the model sent it.
+func TestEvalLoopHistoryHoldsTheCellAsItRan(t *testing.T) {
+	sent := evalCall("c1", "```python\nlen(users)\n```")
+	srv := llmtest.NewServer(t,
+		llmtest.Reply{ToolCalls: []session.ToolCall{sent}, Usage: &llmtest.Usage{Prompt: 800, Completion: 12}},
+		llmtest.Reply{ToolCalls: []session.ToolCall{evalCall("c2", "ANSWER(len(users))")}, Usage: &llmtest.Usage{Prompt: 850, Completion: 12}},
+	)
+	out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{Protocol: session.Eval}, "How many users?")
+	require.Equal(t, agent.Answered, out.res.Status, out.raw)
+	msgs := srv.Requests()[1].Body.Messages
+	call := msgs[len(msgs)-2].ToolCalls
+	require.Len(t, call, 1)
+	assert.Equal(t, "c1", call[0].ID)
+	assert.Equal(t, `{"code":"len(users)"}`, call[0].Function.Arguments, "the replayed call holds the code that ran")
+	assert.Equal(t, "[ctxcode: removed the Markdown fences around your code]\nOut[7]: 30", msgs[len(msgs)-1].Content)
+	var first map[string]any
+	for _, e := range out.events {
+		if e["type"] == "call" {
+			first = e
+			break
+		}
+	}
+	require.NotNil(t, first)
+	calls := first["tool_calls"].([]any)
+	assert.Equal(t, sent.Arguments, calls[0].(map[string]any)["arguments"], "the trajectory keeps the model's call verbatim")
+}
+
+// TestEvalLoopNotesACutMessage: a message cut at the output-token limit is
+// said to be so in the eval loop too: with a broken call, and with no call.
+func TestEvalLoopNotesACutMessage(t *testing.T) {
+	srv := llmtest.NewServer(t,
+		llmtest.Reply{ToolCalls: []session.ToolCall{{ID: "c1", Name: "eval", Arguments: `{"code": "len(us`}}, FinishReason: "length",
+			Usage: &llmtest.Usage{Prompt: 800, Completion: 100}},
+		llmtest.Reply{Content: "Let me count the users by team, then", FinishReason: "length", Usage: &llmtest.Usage{Prompt: 850, Completion: 100}},
+		llmtest.Reply{ToolCalls: []session.ToolCall{evalCall("c3", "ANSWER(len(users))")}, Usage: &llmtest.Usage{Prompt: 900, Completion: 12}},
+	)
+	out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{Protocol: session.Eval, MaxOutputTokens: 100}, "How many users?")
+	require.Equal(t, agent.Answered, out.res.Status, out.raw)
+	reqs := srv.Requests()
+	require.Len(t, reqs, 3)
+	msgs := reqs[1].Body.Messages
+	last := msgs[len(msgs)-1]
+	assert.Equal(t, "tool", last.Role)
+	assert.True(t, strings.HasPrefix(last.Content, "[ctxcode: your message was cut at the output-token limit of 100"), last.Content)
+	msgs = reqs[2].Body.Messages
+	assert.Equal(t, "assistant", msgs[len(msgs)-2].Role)
+	assert.Equal(t, "Let me count the users by team, then", msgs[len(msgs)-2].Content)
+	last = msgs[len(msgs)-1]
+	assert.Equal(t, "user", last.Role, "a message without a call is answered by a user message, not a made-up tool result")
+	assert.Contains(t, last.Content, "[ctxcode: your message was cut at the output-token limit of 100")
+}
+
+// TestOneShotKernelDeathIsAKernelFailure: one shot does not restart, and
+// a kernel that dies is an infrastructure failure, as in the loop.
+func TestOneShotKernelDeathIsAKernelFailure(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Text("```python\nimport os; os._exit(4)\n```", 900, 10))
+	out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{Protocol: session.TranscriptText}, blockedQ)
+	assert.Equal(t, agent.KernelFailed, out.res.Status)
+	assert.ErrorContains(t, out.res.Err, "exited with status 4")
+	assert.Equal(t, 0, out.res.Restarts, "one shot restarts nothing")
+	assert.Equal(t, "kernel_failed", out.events[len(out.events)-1]["status"])
+}
+
+// TestRestartsCountRestartsMade: a death that is not followed by a restart
+// is not a restart.
+func TestRestartsCountRestartsMade(t *testing.T) {
+	t.Run("never restart", func(t *testing.T) {
+		srv := llmtest.NewServer(t, llmtest.Text("import os; os._exit(1)", 700, 5))
+		out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{MaxRestarts: -1}, blockedQ)
+		assert.Equal(t, agent.KernelFailed, out.res.Status)
+		assert.Equal(t, 0, out.res.Restarts)
+		assert.ErrorContains(t, out.res.Err, "the kernel died and a run may make no restarts")
+	})
+	t.Run("one restart, two deaths", func(t *testing.T) {
+		srv := llmtest.NewServer(t, llmtest.Text("import os; os._exit(1)", 700, 5), llmtest.Text("import os; os._exit(2)", 700, 5))
+		out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{MaxRestarts: 1}, blockedQ)
+		assert.Equal(t, agent.KernelFailed, out.res.Status)
+		assert.Equal(t, 1, out.res.Restarts)
+		assert.EqualValues(t, 1, out.events[len(out.events)-1]["restarts"])
+	})
+}
+
+// TestResultTimes: a run says how long it took, how much of it the model
+// took and how much of that was waiting to retry, and how long the kernel
+// start and the prefix build took.
+func TestResultTimes(t *testing.T) {
+	srv := llmtest.NewServer(t,
+		llmtest.Reply{Status: 429, Header: map[string][]string{"Retry-After-Ms": {"120"}}, ErrorMessage: "slow down"},
+		llmtest.Reply{Content: "ANSWER(len(teams))", Usage: &llmtest.Usage{Prompt: 700, Completion: 5}, Delay: 50 * time.Millisecond},
+	)
+	started := time.Now()
+	k := kerneltest.Python(t, pmDir)
+	p, err := prefixes.Load("pm")
+	require.NoError(t, err)
+	s := &agent.Session{Kernel: k, Prefix: p, Started: started}
+	out := run(t, s, openAI(t, srv), agent.Config{}, "How many teams?")
+	res := out.res
+	require.Equal(t, agent.Answered, res.Status, out.raw)
+	assert.Equal(t, 1, res.Retries)
+	assert.GreaterOrEqual(t, res.Waited, 50*time.Millisecond, "the wait the server asked for (capped by RetryMax)")
+	assert.GreaterOrEqual(t, res.Model, res.Waited+50*time.Millisecond, "the model's share holds the waits and the calls")
+	assert.Positive(t, res.Setup, "the kernel start and the prefix build")
+	assert.GreaterOrEqual(t, res.Wall, res.Setup+res.Model, "the wall time holds the setup and the model's share")
+	assert.GreaterOrEqual(t, time.Since(started), res.Wall)
+	end := out.events[len(out.events)-1]
+	assert.EqualValues(t, res.Model.Milliseconds(), end["model_ms"])
+	assert.EqualValues(t, res.Waited.Milliseconds(), end["waited_ms"])
+	assert.EqualValues(t, 1, end["retries"])
+}
+
+// TestGradeCountsUnexecutedAnswersApart: every answer is graded; only
+// executed (and stated) answers count in accuracy.
+func TestGradeCountsUnexecutedAnswersApart(t *testing.T) {
+	tests := []struct {
+		name     string
+		res      agent.Result
+		correct  bool
+		verdict  agent.Verdict
+		accurate bool
+	}{
+		{"executed, right", agent.Result{Status: agent.Answered, Answer: "3", AnswerSource: agent.Executed}, true, agent.GradeCorrect, true},
+		{"executed, wrong", agent.Result{Status: agent.Answered, Answer: "4", AnswerSource: agent.Executed}, false, agent.GradeWrong, false},
+		{"stated, right", agent.Result{Status: agent.Answered, Answer: "3", AnswerSource: agent.Stated}, true, agent.GradeCorrect, true},
+		{"unexecuted, right", agent.Result{Status: agent.Answered, Answer: "3", AnswerSource: agent.Unexecuted}, true, agent.GradeUnexecuted, false},
+		{"unexecuted, wrong", agent.Result{Status: agent.Answered, Answer: "4", AnswerSource: agent.Unexecuted}, false, agent.GradeUnexecuted, false},
+		{"no answer", agent.Result{Status: agent.MaxTurns}, false, agent.GradeNoAnswer, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := tt.res
+			g := res.SetGrade(tt.correct, "why")
+			require.Same(t, g, res.Grade)
+			assert.Equal(t, tt.verdict, g.Verdict)
+			assert.Equal(t, tt.accurate, g.Accurate())
+			assert.Equal(t, tt.correct && tt.res.Status == agent.Answered, g.Correct, "the grade of the answer itself, whatever its source")
+			assert.Equal(t, tt.res.AnswerSource, g.Source)
+		})
+	}
+	var buf bytes.Buffer
+	tr := agent.NewTrajectory(&buf)
+	res := agent.Result{Status: agent.Answered, Answer: "3", AnswerSource: agent.Unexecuted}
+	tr.Grade("t01", 3, res.SetGrade(true, ""))
+	ev := map[string]any{}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &ev))
+	assert.Equal(t, "grade", ev["type"])
+	assert.Equal(t, "unexecuted", ev["verdict"])
+	assert.Equal(t, true, ev["correct"])
+	assert.Equal(t, false, ev["accurate"])
+	assert.Equal(t, "unexecuted", ev["source"])
 }

@@ -12,8 +12,8 @@ import (
 // Trajectory writes a run as it happens: one JSON object per line, each with
 // "type" and "time" first, so a crash loses nothing already done. A nil
 // *Trajectory writes nothing. Event types: run, prefix, call, cell,
-// restart, answer, end (and grade, written by the caller that knows the
-// task).
+// restart, answer, end (and grade, written with Grade by the caller that
+// knows the task).
 type Trajectory struct {
 	mu  sync.Mutex
 	w   io.Writer
@@ -75,4 +75,22 @@ func (t *Trajectory) Err() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.err
+}
+
+// Grade writes the grade event of a run over task, whose gold answer is
+// gold: the verdict, whether the answer matches the gold, whether it counts
+// in accuracy, and the answer's source.
+func (t *Trajectory) Grade(task string, gold any, g *Grade) {
+	if g == nil {
+		return
+	}
+	t.Emit("grade", struct {
+		Task     string  `json:"task"`
+		Verdict  Verdict `json:"verdict"`
+		Correct  bool    `json:"correct"`
+		Accurate bool    `json:"accurate"`
+		Source   string  `json:"source,omitempty"`
+		Reason   string  `json:"reason,omitempty"`
+		Gold     any     `json:"gold"`
+	}{task, g.Verdict, g.Correct, g.Accurate(), g.Source, g.Reason, gold})
 }

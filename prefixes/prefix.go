@@ -15,6 +15,11 @@
 //	import json, os
 //	sorted(os.listdir('data'))
 //
+// A prefix whose name ends in NoBindSuffix binds no variables: it is the
+// control of the prefix it mirrors (pm-nobind for pm, condition B0), its
+// cells repeat full expressions, and the rules the model reads do not say
+// that the cells' variables are bound (see session.Input.NothingBound).
+//
 // Build runs every cell in a real kernel; nothing in a transcript is ever
 // written by hand.
 package prefixes
@@ -228,13 +233,21 @@ func Build(ctx context.Context, k kernel.Kernel, p *Prefix, opts kernel.ExecOpti
 	return cells, nil
 }
 
+// NoBindSuffix ends the name of a prefix that binds no variables.
+const NoBindSuffix = "-nobind"
+
+// BindsNothing says p binds no variables (its name ends in NoBindSuffix).
+func (p *Prefix) BindsNothing() bool { return strings.HasSuffix(p.Name, NoBindSuffix) }
+
 // Input is what the renderers need from p and its built cells, to ask
-// question: the transcript in p's language and p's rules.
+// question: the transcript in p's language, p's rules, and whether its
+// cells bind anything.
 func (p *Prefix) Input(cells []session.Cell, question string) session.Input {
 	return session.Input{
-		Transcript: session.Transcript{Language: p.Language, Cells: cells},
-		Rules:      p.Rules,
-		Question:   question,
+		Transcript:   session.Transcript{Language: p.Language, Cells: cells},
+		Rules:        p.Rules,
+		Question:     question,
+		NothingBound: p.BindsNothing(),
 	}
 }
 

@@ -160,6 +160,31 @@ func TestNoBindControl(t *testing.T) {
 	assert.Equal(t, "[]", res.Value, "no data variable survives")
 }
 
+// TestNoBindRulesAreTrue: the system message of B0 (eval over pm-nobind)
+// says nothing of bound variables, and differs from B's (eval over pm) only
+// in what is true of the namespace.
+func TestNoBindRulesAreTrue(t *testing.T) {
+	system := func(name string) (string, *prefixes.Prefix) {
+		p, err := prefixes.Load(name)
+		require.NoError(t, err)
+		req, err := session.Render(session.Eval, p.Input(nil, "How many tasks are blocked?"))
+		require.NoError(t, err)
+		return req.Messages[0].Content, p
+	}
+	b, pm := system("pm")
+	b0, nobind := system("pm-nobind")
+	assert.False(t, pm.BindsNothing())
+	assert.True(t, nobind.BindsNothing())
+	assert.Contains(t, b, "still bound")
+	assert.NotContains(t, b0, "still bound")
+	assert.Contains(t, b0, "Nothing is loaded")
+	strip := func(s, rules string) string {
+		s = strings.Replace(s, " and their variables are still bound: build on them", "", 1)
+		return strings.Replace(s, rules, "", 1)
+	}
+	assert.Equal(t, strip(b, pm.Rules), strip(b0, nobind.Rules), "the rules of B and B0 differ only in what is bound")
+}
+
 // TestInit writes a prefix for a mixed folder, and the prefix builds.
 func TestInit(t *testing.T) {
 	dir := t.TempDir()

@@ -16,9 +16,15 @@
 // cell that called ANSWER shows "ANSWER: <json>".
 //
 // Output budget: a cell's output over the budget (DefaultBudget characters)
-// keeps its head and tail around a note saying how many characters were cut
-// and where the full text lives: Out[n] for a value, _stdout[n] and
-// _stderr[n] for printed text (the Python driver keeps both).
+// keeps its head and tail (by the one rule of kernel.Cut) around a note
+// saying how many characters were cut and where the full text lives: Out[n]
+// for a value, _stdout[n] and _stderr[n] for printed text (the Python
+// driver keeps both), or that it is kept nowhere, when the kernel itself
+// dropped bytes of it at its output cap.
+//
+// The history holds each cell as it ran: after a repair, the next request
+// holds the code that ran, and the note saying what was changed begins the
+// output; the model's original message lives on in the trajectory.
 //
 // Protocols: Render turns (rules, transcript, question, new cells) into the
 // messages and tools of one model call, for each protocol of the ladder:
@@ -52,11 +58,17 @@ type Cell struct {
 	// Notes are the harness's remarks on the cell (a repair it made, a
 	// restarted kernel), shown before its output, each as Note(text).
 	Notes []string
-	// Reply is the model's message exactly as it came, when the cell's code
-	// was taken out of it (a repair): the bare protocol replays it as sent.
+	// Reply is the model's message exactly as it came, for the trajectory.
+	// The history holds the cell as it ran: the bare protocol replays Code,
+	// and Reply only when Code is empty (the message had no code, nothing
+	// ran). In the tool protocols Reply is the text that came with the call.
 	Reply string
-	// Call is the tool call the model made, for the tool protocols; nil for
-	// cells the harness fabricates (the prefix), which become eval calls.
+	// Call is the tool call the model made, for the tool protocols, as it
+	// came. The eval protocol replays it with the code that ran when a
+	// repair changed it (see Render). Nil for cells the harness fabricates
+	// (the prefix), which become eval calls, and for a model's message with
+	// neither call nor code (cut at the output-token limit), which is
+	// replayed as text with the notes as a user message.
 	Call *ToolCall
 }
 

@@ -109,6 +109,11 @@ type Input struct {
 	Question   string
 	New        []Cell // the cells of this run so far, after the question
 	Budget     int    // characters of output per cell: 0 is DefaultBudget, negative is no limit
+	// NothingBound says the prefix's cells bind no variables (the B0
+	// control, whose cells repeat full expressions): the rules then do not
+	// say that the cells' variables are still bound. The rules of a prefix
+	// and its control differ only in this, and in the prefix's own Rules.
+	NothingBound bool
 }
 
 // Render turns in into the request of protocol p. It is a pure function:
@@ -161,11 +166,15 @@ func fence(lang kernel.Language) string {
 	return "python"
 }
 
-// session describes the live session in the rules of every protocol.
+// sessionRules describes the live session in the rules of every protocol;
+// it says the cells' variables are bound only when they are.
 func sessionRules(in Input) string {
 	lang := in.Transcript.Language
-	return "You are working in a live " + langName(lang) + " session over the data in the folder data/. " +
-		"The cells shown already ran and their variables are still bound: build on them. " +
+	ran := "The cells shown already ran and their variables are still bound: build on them. "
+	if in.NothingBound {
+		ran = "The cells shown already ran. "
+	}
+	return "You are working in a live " + langName(lang) + " session over the data in the folder data/. " + ran +
 		"Output longer than " + budgetText(in.Budget) + " characters per cell is cut in the middle. " +
 		"When you have the answer, call ANSWER(value) in code; the answer must come from code that ran."
 }
@@ -195,8 +204,10 @@ func renderBare(in Input) Request {
 	msgs := []Message{system(in, "Each message you send is run, exactly as written, as the next cell, "+
 		"and the reply is the cell's output. Send code only: no prose and no Markdown fences.")}
 	cell := func(c Cell) {
+		// The history holds each cell as it ran; a message with no code
+		// (nothing ran) as the model sent it.
 		said := c.Code
-		if c.Reply != "" {
+		if strings.TrimSpace(said) == "" {
 			said = c.Reply
 		}
 		msgs = append(msgs,
@@ -218,12 +229,17 @@ func renderEval(in Input) Request {
 	lang := in.Transcript.Language
 	msgs := []Message{system(in, "Run code with the eval tool: each call runs as the next cell and returns its output.")}
 	cell := func(c Cell, id string) {
-		call := c.Call
-		if call == nil {
-			call = &ToolCall{ID: id, Name: "eval", Arguments: string(marshal(map[string]string{"code": c.Code}))}
+		if c.Call == nil && strings.TrimSpace(c.Code) == "" {
+			// A message without a call or code (cut at the output-token
+			// limit): its text, and the harness's note as the user's reply.
+			msgs = append(msgs,
+				Message{Role: "assistant", Content: c.Reply},
+				Message{Role: "user", Content: c.Output(lang, in.Budget)})
+			return
 		}
+		call := ranAs(c, id)
 		msgs = append(msgs,
-			Message{Role: "assistant", Content: c.Reply, ToolCalls: []ToolCall{*call}},
+			Message{Role: "assistant", Content: c.Reply, ToolCalls: []ToolCall{call}},
 			Message{Role: "tool", ToolCallID: call.ID, Content: c.Output(lang, in.Budget)})
 	}
 	for i, c := range in.Transcript.Cells {
@@ -235,6 +251,35 @@ func renderEval(in Input) Request {
 		cell(c, "cell_"+strconv.Itoa(i+1))
 	}
 	return Request{Protocol: Eval, Messages: msgs, Tools: []Tool{EvalTool(lang)}, Stable: stable}
+}
+
+// ranAs is the eval call of a cell as it ran: the model's own call, byte
+// for byte, when its code ran unchanged (or nothing ran: a call to no tool,
+// arguments that are not {"code": ...}, "{}" for arguments that are not
+// JSON at all); the model's id and name with the code that ran after a
+// repair; a fabricated call for a prefix cell.
+func ranAs(c Cell, id string) ToolCall {
+	ran := string(marshal(map[string]string{"code": c.Code}))
+	if c.Call == nil {
+		return ToolCall{ID: id, Name: "eval", Arguments: ran}
+	}
+	call := *c.Call
+	if strings.TrimSpace(c.Code) == "" {
+		if !json.Valid([]byte(call.Arguments)) {
+			// Providers refuse a replayed call whose arguments are not JSON
+			// (a message cut at the output-token limit); the cell's note
+			// says what was wrong with them.
+			call.Arguments = "{}"
+		}
+		return call
+	}
+	var args struct {
+		Code *string `json:"code"`
+	}
+	if json.Unmarshal([]byte(call.Arguments), &args) != nil || args.Code == nil || *args.Code != c.Code {
+		call.Arguments = ran
+	}
+	return call
 }
 
 func renderTranscript(in Input) Request {

@@ -131,7 +131,7 @@ func TestRenderShapes(t *testing.T) {
 	assert.Equal(t, "[ctxcode: no output]", bare.Messages[2].Content)
 	assert.Equal(t, "Out[2]: 2", bare.Messages[4].Content)
 	assert.Equal(t, "How many?", bare.Messages[5].Content)
-	assert.Equal(t, in.New[0].Reply, bare.Messages[6].Content, "the model's message is replayed as it was sent")
+	assert.Equal(t, in.New[0].Code, bare.Messages[6].Content, "the model's cell is replayed as it ran")
 	assert.Equal(t, "[ctxcode: removed Markdown fences]\nANSWER: 2", bare.Messages[7].Content)
 	assert.Contains(t, bare.Messages[0].Content, "x is bound.")
 	assert.Empty(t, bare.Tools)
@@ -193,4 +193,107 @@ func TestCountRequest(t *testing.T) {
 
 	_, err = CountRequest("nope", Request{Messages: []Message{{Role: "user", Content: "x"}}})
 	assert.Error(t, err)
+}
+
+// TestHistoryHoldsEachCellAsItRan: after a repair, the next request holds
+// the code that ran, not the model's message; the repair's note begins the
+// output. A message with no code (nothing ran) is replayed as it came.
+func TestHistoryHoldsEachCellAsItRan(t *testing.T) {
+	fenced := "Counting:\n```python\nANSWER(len(x))\n```"
+	ran := Cell{Code: "ANSWER(len(x))", Reply: fenced, Notes: []string{"removed the Markdown fences around your code"},
+		Result: kernel.Result{Count: 3, Answer: json.RawMessage("2")}, From: FromModel}
+	prose := Cell{Reply: "I think it is 2.", Notes: []string{"your message has no code"}, From: FromModel}
+
+	in := sampleInput("How many?")
+	in.New = []Cell{ran, prose}
+	bare, err := Render(Bare, in)
+	require.NoError(t, err)
+	msgs := bare.Messages[bare.Stable+1:]
+	require.Len(t, msgs, 4)
+	assert.Equal(t, "ANSWER(len(x))", msgs[0].Content, "the cell as it ran")
+	assert.Equal(t, "[ctxcode: removed the Markdown fences around your code]\nANSWER: 2", msgs[1].Content)
+	assert.Equal(t, "I think it is 2.", msgs[2].Content, "nothing ran: the message as it came")
+
+	// Eval: the replayed call holds the code that ran, under the model's id;
+	// a call whose code ran unchanged is replayed byte for byte.
+	sent := ToolCall{ID: "c1", Name: "eval", Arguments: `{"code": "` + "```python\\nANSWER(len(x))\\n```" + `"}`}
+	verbatim := ToolCall{ID: "c2", Name: "eval", Arguments: `{ "code" : "len(x)" }`}
+	evalRan := ran
+	evalRan.Reply, evalRan.Call = "", &sent
+	plain := Cell{Code: "len(x)", Result: ok(4, "2"), From: FromModel, Call: &verbatim}
+	in.New = []Cell{evalRan, plain}
+	eval, err := Render(Eval, in)
+	require.NoError(t, err)
+	msgs = eval.Messages[eval.Stable+1:]
+	require.Len(t, msgs, 4)
+	assert.Equal(t, []ToolCall{{ID: "c1", Name: "eval", Arguments: `{"code":"ANSWER(len(x))"}`}}, msgs[0].ToolCalls)
+	assert.Equal(t, "c1", msgs[1].ToolCallID)
+	assert.Equal(t, "[ctxcode: removed the Markdown fences around your code]\nANSWER: 2", msgs[1].Content)
+	assert.Equal(t, []ToolCall{verbatim}, msgs[2].ToolCalls, "unchanged code: the call as the model sent it")
+	assert.Equal(t, "{\"code\": \"```python\\nANSWER(len(x))\\n```\"}", sent.Arguments, "the cell's own call is not changed")
+
+	// Nothing ran from a call whose arguments broke off: it is replayed
+	// with arguments a provider accepts, and the note says what was wrong.
+	broken := Cell{Notes: []string{"the arguments must be a JSON object"}, From: FromModel,
+		Call: &ToolCall{ID: "c3", Name: "eval", Arguments: `{"code": "len(`}}
+	in.New = []Cell{broken}
+	eval, err = Render(Eval, in)
+	require.NoError(t, err)
+	msgs = eval.Messages[eval.Stable+1:]
+	assert.Equal(t, []ToolCall{{ID: "c3", Name: "eval", Arguments: "{}"}}, msgs[0].ToolCalls)
+	assert.Equal(t, "[ctxcode: the arguments must be a JSON object]", msgs[1].Content)
+}
+
+// TestEvalMessageWithoutCall: a model message of the eval protocol that
+// made no call (cut at the output-token limit) is replayed as text, and the
+// harness's note follows as a user message, never as a made-up tool call.
+func TestEvalMessageWithoutCall(t *testing.T) {
+	in := sampleInput("How many?")
+	in.New = []Cell{{Reply: "Let me think about", Notes: []string{"your message was cut at the output-token limit"}, From: FromModel}}
+	eval, err := Render(Eval, in)
+	require.NoError(t, err)
+	msgs := eval.Messages[eval.Stable+1:]
+	require.Len(t, msgs, 2)
+	assert.Equal(t, Message{Role: "assistant", Content: "Let me think about"}, msgs[0])
+	assert.Equal(t, Message{Role: "user", Content: "[ctxcode: your message was cut at the output-token limit]"}, msgs[1])
+}
+
+// TestRulesAreTrueOfTheNamespace: the session rules say the cells'
+// variables are bound only for a prefix that binds them.
+func TestRulesAreTrueOfTheNamespace(t *testing.T) {
+	for _, p := range []Protocol{Bare, Eval, TranscriptText} {
+		bound := sampleInput("How many?")
+		unbound := bound
+		unbound.NothingBound = true
+		b, err := Render(p, bound)
+		require.NoError(t, err)
+		u, err := Render(p, unbound)
+		require.NoError(t, err)
+		assert.Contains(t, b.Messages[0].Content, "their variables are still bound: build on them", p)
+		assert.NotContains(t, u.Messages[0].Content, "still bound", p)
+		assert.Equal(t, strings.Replace(b.Messages[0].Content, " and their variables are still bound: build on them", "", 1), u.Messages[0].Content,
+			"%s: the rules differ only in what is bound", p)
+	}
+}
+
+// TestOutputPointsOnlyToWhatIsKept: when the kernel itself cut a part at
+// its cap, _stdout[n] holds only the kernel's head and tail, so the note
+// does not point there; the parts the kernel kept whole still point home.
+func TestOutputPointsOnlyToWhatIsKept(t *testing.T) {
+	lines := strings.Repeat("0123456789abcdefghi\n", 100)
+	capped := kernel.JoinCut(lines, lines, 5000)
+	c := Cell{Code: "p", Result: kernel.Result{Count: 7, Stdout: capped, Stderr: lines, DroppedBytes: 5000}}
+	out := c.Output(kernel.Python, 200)
+	assert.Contains(t, out, "characters of the printed output cut here; the kernel dropped 5000 bytes of it past its output cap, so the full text is not kept: print a smaller part of it]")
+	assert.NotContains(t, out, "_stdout[7]")
+	assert.Contains(t, out, "characters of the standard error cut here; the full text is in _stderr[7]]", "stderr was kept whole")
+}
+
+// TestCutKeepsALineThatStartsTheTail: a tail that already starts a line
+// keeps that line (the one rule of kernel.Cut).
+func TestCutKeepsALineThatStartsTheTail(t *testing.T) {
+	text := strings.Repeat("x", 30) + "\n" + "tail line one\ntail line two\n" // the tail of 28 starts a line
+	c := Cell{Code: "p", Result: kernel.Result{Count: 2, Stdout: text}}
+	out := c.Output(kernel.Python, 56)
+	assert.True(t, strings.HasSuffix(out, "\ntail line one\ntail line two"), out)
 }

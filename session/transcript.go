@@ -62,9 +62,12 @@ func (c Cell) writeOutput(b *strings.Builder, lang kernel.Language, budget int) 
 }
 
 // part is one piece of a cell's output: its text (with the "Out[n]: "
-// label), the name of what it is, and where a program can find all of it.
+// label), the name of what it is, where a program can find all of it, and
+// how many bytes of it the kernel itself dropped at its cap (then the home
+// holds only what the kernel kept, and the full text is nowhere).
 type part struct {
 	text, what, home string
+	kernelCut        int64
 }
 
 func (c Cell) outputParts(lang kernel.Language) []*part {
@@ -77,12 +80,19 @@ func (c Cell) outputParts(lang kernel.Language) []*part {
 		}
 		return ""
 	}
+	// The kernel marks a stream it cut at its cap with its dropped line.
+	cutByKernel := func(text string) int64 {
+		if r.DroppedBytes == 0 {
+			return 0
+		}
+		return kernel.DroppedIn(text)
+	}
 	var parts []*part
 	if r.Stdout != "" {
-		parts = append(parts, &part{r.Stdout, "printed output", home("_stdout")})
+		parts = append(parts, &part{r.Stdout, "printed output", home("_stdout"), cutByKernel(r.Stdout)})
 	}
 	if r.Stderr != "" {
-		parts = append(parts, &part{r.Stderr, "standard error", home("_stderr")})
+		parts = append(parts, &part{r.Stderr, "standard error", home("_stderr"), cutByKernel(r.Stderr)})
 	}
 	switch {
 	case r.Error != nil && r.Status != kernel.StatusOK:
@@ -90,15 +100,17 @@ func (c Cell) outputParts(lang kernel.Language) []*part {
 		if tb == "" {
 			tb = r.Error.Name + ": " + r.Error.Value
 		}
-		parts = append(parts, &part{tb, "traceback", ""})
+		parts = append(parts, &part{text: tb, what: "traceback"})
 	case r.Answered():
-		parts = append(parts, &part{"ANSWER: " + string(r.Answer), "answer", ""})
+		parts = append(parts, &part{text: "ANSWER: " + string(r.Answer), what: "answer"})
 	case r.Value != "":
 		label := "Out[" + n + "]: " // IPython's: a value of several lines starts on the next
 		if strings.Contains(r.Value, "\n") {
 			label += "\n"
 		}
-		parts = append(parts, &part{label + r.Value, "value", home("Out")})
+		// Out[n] holds the value itself, not its text: it is whole even when
+		// the kernel cut the text.
+		parts = append(parts, &part{text: label + r.Value, what: "value", home: home("Out")})
 	}
 	return parts
 }
@@ -143,24 +155,16 @@ func fit(parts []*part, budget int) {
 	}
 }
 
-// cut keeps about keep characters of p: its head and its tail, each ending
-// on a line boundary when one is near, around a note saying what was cut.
+// cut keeps about keep characters of p, its head and its tail by the one
+// rule of kernel.Cut, around a note saying what was cut and where the full
+// text is, if anywhere.
 func cut(p *part, keep int) string {
-	runes := []rune(p.text)
-	headN := keep / 2
-	tailN := keep - headN
-	head := string(runes[:headN])
-	tail := string(runes[len(runes)-tailN:])
-	// Prefer whole lines when that loses less than half of each side.
-	if i := strings.LastIndexByte(head, '\n'); i >= 0 && i >= len(head)/2 {
-		head = head[:i+1]
-	}
-	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/2 {
-		tail = tail[i+1:]
-	}
-	dropped := len(runes) - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)
+	head, tail, dropped := kernel.Cut(p.text, keep)
 	msg := strconv.Itoa(dropped) + " characters of the " + p.what + " cut here"
 	switch {
+	case p.kernelCut > 0:
+		msg += "; the kernel dropped " + strconv.FormatInt(p.kernelCut, 10) +
+			" bytes of it past its output cap, so the full text is not kept: print a smaller part of it"
 	case p.home != "" && p.what == "value":
 		msg += "; the full value is " + p.home
 	case p.home != "":
