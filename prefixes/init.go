@@ -328,31 +328,11 @@ func (f *dataFile) inspectCSV(text string, tsv bool, lang kernel.Language) error
 		f.columns = append(f.columns, column{key: h, kinds: map[string]bool{"string": true}})
 	}
 	var last *pyDict
-	for _, rec := range recs[1:] {
-		if len(rec) == 0 {
-			continue
-		}
+	dictRows(f.header, recs[1:], f.restKey, lang == kernel.Go, func(row *pyDict) {
 		f.n++
-		row := &pyDict{}
-		// csv.DictReader: dict(zip(header, row)), the rest of a long row
-		// under restkey, None for the fields a short row lacks. The Go
-		// loader pads a short row with "".
-		for i, h := range f.header {
-			switch {
-			case i < len(rec):
-				row.set(h, rec[i])
-			case lang == kernel.Go:
-				row.set(h, "")
-			default:
-				row.set(h, nil)
-			}
-		}
-		if len(rec) > len(f.header) && lang != kernel.Go {
-			row.set(f.restKey, rec[len(f.header):])
-		}
 		f.count(row)
 		last = row
-	}
+	})
 	if f.n == 0 {
 		return errors.New("no records")
 	}
@@ -361,6 +341,37 @@ func (f *dataFile) inspectCSV(text string, tsv bool, lang kernel.Language) error
 	}
 	f.last = last.shown()
 	return nil
+}
+
+// dictRows calls each with the records of a CSV file after its header as
+// csv.DictReader returns them: blank lines skipped, dict(zip(header, rec)),
+// the rest of a long record a list under restKey, None for the fields a
+// short one lacks. With pad (the Go loader), a short record is padded with
+// "" and a long one keeps its rest apart.
+func dictRows(header []string, recs [][]string, restKey string, pad bool, each func(*pyDict)) {
+	for _, rec := range recs {
+		if len(rec) == 0 {
+			continue
+		}
+		row := &pyDict{}
+		for i, h := range header {
+			switch {
+			case i < len(rec):
+				row.set(h, rec[i])
+			case pad:
+				row.set(h, "")
+			}
+		}
+		if !pad && len(rec) < len(header) {
+			for _, h := range header[len(rec):] {
+				row.set(h, nil)
+			}
+		}
+		if !pad && len(rec) > len(header) {
+			row.set(restKey, rec[len(header):])
+		}
+		each(row)
+	}
 }
 
 func (f *dataFile) inspectJSON(text string, lang kernel.Language) error {
@@ -650,8 +661,8 @@ func freeKey(key string, taken []string) string {
 // schema is what files must share to be one group: format, how they are
 // read, and their fields.
 func (f *dataFile) schema() string {
-	if !f.table {
-		return ""
+	if !f.table || len(f.others) > 0 {
+		return "" // an envelope with more than records is bound alone
 	}
 	fields := f.header
 	if f.format != "csv" {
@@ -675,7 +686,7 @@ func groupFiles(files []*dataFile, names []string) []*dataFile {
 	for _, f := range files {
 		s := f.schema()
 		members := by[s]
-		if s == "" || len(members) < minGroup || len(f.others) > 0 {
+		if s == "" || len(members) < minGroup {
 			out = append(out, f)
 			continue
 		}

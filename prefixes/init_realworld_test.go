@@ -178,19 +178,19 @@ func TestInitRealWorldGo(t *testing.T) {
 	}
 	_, k := verifyInit(t, src, func(t *testing.T) kernel.Kernel { return startGo(t, dir) })
 	for code, want := range map[string]string{
-		`bom[0].ID + " " + bom[0].City`:                                   `"1 Zürich"`,
-		`latin1[0].Label`:                                                 `"Café crème"`,
-		`debian[4].Codename + "|" + debian[4].Eol`:                        `"Forky|"`,
-		`fmt.Sprint(ragged[2].Rest, ragged[3].Name == "")`:                `"[extra2 extra3] true"`,
-		`prices[1].Item + "|" + prices[1].Price`:                          `"jam; apricot|3,20"`,
-		`genes[0].Chrom`:                                                  `"17"`,
-		`quoted[0].Text + "|" + quoted[0].Size + "|" + quoted[1].Text`:    `"line one\nline two|5\" screen|she said \"hi\""`,
+		`bom[0].ID + " " + bom[0].City`:                                     `"1 Zürich"`,
+		`latin1[0].Label`:                                                   `"Café crème"`,
+		`debian[4].Codename + "|" + debian[4].Eol`:                          `"Forky|"`,
+		`fmt.Sprint(ragged[2].Rest, ragged[3].Name == "")`:                  `"[extra2 extra3] true"`,
+		`prices[1].Item + "|" + prices[1].Price`:                            `"jam; apricot|3,20"`,
+		`genes[0].Chrom`:                                                    `"17"`,
+		`quoted[0].Text + "|" + quoted[0].Size + "|" + quoted[1].Text`:      `"line one\nline two|5\" screen|she said \"hi\""`,
 		`fmt.Sprintln(len(iso31661), iso31661[0].Alpha3)`:                   `"4 AND\n"`,
-		`settings["units"]`:                                               `"metric"`,
+		`settings["units"]`:                                                 `"metric"`,
 		`fmt.Sprintln(len(events), events[0].ID, events[0].Kind)`:           `"5 1 open\n"`,
-		`notesLatin1[0].Author`:                                           `"René"`,
+		`notesLatin1[0].Author`:                                             `"René"`,
 		`fmt.Sprintln(len(station), station[0].Source, station[11].Source)`: `"12 station_01.csv station_04.csv\n"`,
-		`len(big[1].Blob)`:                                                fmt.Sprint(140 << 10),
+		`len(big[1].Blob)`:                                                  fmt.Sprint(140 << 10),
 	} {
 		assert.Equal(t, want, eval(t, k, code), code)
 	}
@@ -223,10 +223,14 @@ func TestInitManyFiles(t *testing.T) {
 		p, err := prefixes.Parse("init", src)
 		require.NoError(t, err)
 		assert.Contains(t, p.Rules, "sensor (80 files sensor-001.csv ... sensor-080.csv, one list; 'source' is the file)")
-		_, k := verifyInit(t, src, func(t *testing.T) kernel.Kernel { return kerneltest.Python(t, dir) })
-		assert.Equal(t, "240 {'source': 'sensor-080.csv', 'date': '2024-01-03', 'station': 'S080', 'temp_c': '-2', 'rain_mm': '0.0', 'wind_kmh': '3', 'pressure_hpa': '990'}\n",
-			eval(t, k, "print(len(sensor), sensor[-1])"))
-		assert.Equal(t, "[{'id': 'S001', 'name': 'Alp'}, {'id': 'S002', 'name': 'Bay'}]", eval(t, k, "stations"))
+		for name, start := range pythonFlavours(t) {
+			t.Run(name, func(t *testing.T) {
+				_, k := verifyInit(t, src, func(t *testing.T) kernel.Kernel { return start(t, dir) })
+				assert.Equal(t, "240 {'source': 'sensor-080.csv', 'date': '2024-01-03', 'station': 'S080', 'temp_c': '-2', 'rain_mm': '0.0', 'wind_kmh': '3', 'pressure_hpa': '990'}\n",
+					eval(t, k, "print(len(sensor), sensor[-1])"))
+				assert.Equal(t, "[{'id': 'S001', 'name': 'Alp'}, {'id': 'S002', 'name': 'Bay'}]", eval(t, k, "stations"))
+			})
+		}
 	})
 	t.Run("go", func(t *testing.T) {
 		src, skipped, err := prefixes.Init(dir, kernel.Go)
@@ -234,5 +238,142 @@ func TestInitManyFiles(t *testing.T) {
 		assert.Empty(t, skipped)
 		_, k := verifyInit(t, src, func(t *testing.T) kernel.Kernel { return startGo(t, dir) })
 		assert.Equal(t, `"240 sensor-080.csv S080"`, eval(t, k, `fmt.Sprint(len(sensor), " ", sensor[239].Source, " ", sensor[239].Station)`))
+	})
+}
+
+// TestInitWarnings: InitWith says which files it read as Latin-1, and warns
+// when the prefix it writes would be over prefix verify's budget; its
+// estimate of the tokens is close to what Verify counts.
+func TestInitWarnings(t *testing.T) {
+	t.Run("real world", func(t *testing.T) {
+		dir := realWorld(t)
+		for lang, start := range map[kernel.Language]func(t *testing.T) kernel.Kernel{
+			kernel.Python: func(t *testing.T) kernel.Kernel { return kerneltest.Python(t, dir) },
+			kernel.Go:     func(t *testing.T) kernel.Kernel { return startGo(t, dir) },
+		} {
+			t.Run(string(lang), func(t *testing.T) {
+				r, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang})
+				require.NoError(t, err)
+				assert.Equal(t, []string{"latin1.csv is not UTF-8: read as Latin-1", "notes-latin1.jsonl is not UTF-8: read as Latin-1"}, r.Warnings)
+				v, _ := verifyInit(t, r.Source, start)
+				assert.InEpsilon(t, v.Tokens, r.Tokens, 0.15, "estimate %d, counted %d", r.Tokens, v.Tokens)
+			})
+		}
+	})
+	t.Run("over budget", func(t *testing.T) {
+		// 40 files, each with its own header: nothing to group.
+		dir := t.TempDir()
+		for i := 1; i <= 40; i++ {
+			var b strings.Builder
+			for c := 0; c < 6; c++ {
+				fmt.Fprintf(&b, "col_%d_%d,", i, c)
+			}
+			b.WriteString("note\n")
+			for r := 0; r < 3; r++ {
+				fmt.Fprintf(&b, "%d,%d,%d,%d,%d,%d,row %d of file %d\n", r, r*i, i, r+i, r-i, r*r, r, i)
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("table%02d.csv", i)), []byte(b.String()), 0o644))
+		}
+		r, err := prefixes.InitWith(dir, prefixes.InitOptions{})
+		require.NoError(t, err)
+		require.Len(t, r.Warnings, 1)
+		assert.Regexp(t, `^the prefix renders to about \d+ tokens \(o200k_base\), over the 4000 that prefix verify allows: `, r.Warnings[0])
+
+		p, err := prefixes.Parse("init", r.Source)
+		require.NoError(t, err)
+		_, err = prefixes.Verify(context.Background(), func(context.Context) (kernel.Kernel, func(), error) {
+			k := kerneltest.Python(t, dir)
+			return k, func() { _ = k.Close() }, nil
+		}, p, prefixes.VerifyOptions{})
+		var over *prefixes.OverBudgetError
+		require.ErrorAs(t, err, &over, "the warning was right")
+		assert.True(t, prefixes.IsNotGood(err))
+		assert.InEpsilon(t, over.Tokens, r.Tokens, 0.15)
+
+		r, err = prefixes.InitWith(dir, prefixes.InitOptions{MaxTokens: 100000})
+		require.NoError(t, err)
+		assert.Empty(t, r.Warnings, "within a larger budget")
+	})
+}
+
+// TestVerifyNondeterministic: a prefix whose output changes from one build
+// to the next is not good, and says where the builds differ.
+func TestVerifyNondeterministic(t *testing.T) {
+	p, err := prefixes.Parse("random.py", []byte("# %%\nimport random\nrandom.random()\n"))
+	require.NoError(t, err)
+	_, err = prefixes.Verify(context.Background(), func(context.Context) (kernel.Kernel, func(), error) {
+		k := kerneltest.Python(t, "")
+		return k, nil, nil
+	}, p, prefixes.VerifyOptions{})
+	var nd *prefixes.NondeterministicError
+	require.ErrorAs(t, err, &nd)
+	assert.Contains(t, err.Error(), "line 3:\n  first:  Out[1]: 0.")
+	assert.True(t, prefixes.IsNotGood(err))
+
+	bad, err := prefixes.Parse("bad.py", []byte("# %%\n1/0\n"))
+	require.NoError(t, err)
+	_, err = prefixes.Verify(context.Background(), func(context.Context) (kernel.Kernel, func(), error) {
+		return kerneltest.Python(t, ""), nil, nil
+	}, bad, prefixes.VerifyOptions{})
+	var be *prefixes.BuildError
+	require.ErrorAs(t, err, &be)
+	assert.True(t, prefixes.IsNotGood(err))
+}
+
+// TestInitGroupsJSON: JSON-lines files, envelopes and records that Go
+// keeps as maps are grouped too; an envelope with more than its records
+// keeps the rest bound.
+func TestInitGroupsJSON(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	for i, name := range []string{"log-a.jsonl", "log-b.jsonl", "log-c.jsonl"} {
+		bom := ""
+		if i == 1 {
+			bom = "\ufeff"
+		}
+		write(name, fmt.Sprintf("%s{\"ts\": %d, \"level\": \"info\", \"msg\": \"start\"}\n{\"ts\": %d, \"level\": \"warn\", \"msg\": \"slow\"}\n", bom, 10*i, 10*i+1))
+	}
+	for i := 1; i <= 3; i++ {
+		write(fmt.Sprintf("codes-%d.json", i), fmt.Sprintf(`{"codes": [{"code": "c%d", "n": %d}]}`, i, i))
+		write(fmt.Sprintf("weird-%d.jsonl", i), fmt.Sprintf(`{"a b": %d, "odd\"key": "x"}`+"\n", i))
+	}
+	write("meta.json", `{"version": 3, "items": [{"id": 1}, {"id": 2}]}`)
+
+	t.Run("python", func(t *testing.T) {
+		src, skipped, err := prefixes.Init(dir, kernel.Python)
+		require.NoError(t, err)
+		assert.Empty(t, skipped)
+		assert.Contains(t, string(src), "# rules: The data is loaded: codes (3 files codes-1.json ... codes-3.json, one list; 'source' is the file), "+
+			"log (3 files log-a.jsonl ... log-c.jsonl, one list; 'source' is the file), meta, meta_doc, weird (3 files weird-1.jsonl ... weird-3.jsonl, one list; 'source' is the file).\n")
+		for name, start := range pythonFlavours(t) {
+			t.Run(name, func(t *testing.T) {
+				_, k := verifyInit(t, src, func(t *testing.T) kernel.Kernel { return start(t, dir) })
+				for code, want := range map[string]string{
+					"[(r['source'], r['ts']) for r in log]": "[('log-a.jsonl', 0),\n ('log-a.jsonl', 1),\n ('log-b.jsonl', 10),\n ('log-b.jsonl', 11),\n ('log-c.jsonl', 20),\n ('log-c.jsonl', 21)]",
+					"codes[2]":                              "{'source': 'codes-3.json', 'code': 'c3', 'n': 3}",
+					"weird[0]":                              `{'source': 'weird-1.jsonl', 'a b': 1, 'odd"key': 'x'}`,
+					"meta, meta_doc['version']":             "([{'id': 1}, {'id': 2}], 3)",
+				} {
+					assert.Equal(t, want, eval(t, k, code), code)
+				}
+			})
+		}
+	})
+	t.Run("go", func(t *testing.T) {
+		src, skipped, err := prefixes.Init(dir, kernel.Go)
+		require.NoError(t, err)
+		assert.Empty(t, skipped)
+		assert.Contains(t, string(src), "\tSource string `json:\"-\"` // the file of the record\n")
+		_, k := verifyInit(t, src, func(t *testing.T) kernel.Kernel { return startGo(t, dir) })
+		for code, want := range map[string]string{
+			`fmt.Sprintln(len(log), log[2].Source, log[2].Ts, log[5].Msg)`: `"6 log-b.jsonl 10 slow\n"`,
+			`fmt.Sprintln(codes[2].Source, codes[2].Code, codes[2].N)`:     `"codes-3.json c3 3\n"`,
+			`fmt.Sprintln(weird[1]["source"], weird[1]["a b"])`:            `"weird-2.jsonl 2\n"`,
+			`fmt.Sprintln(len(meta), meta[1].ID, metaDoc["version"])`:      `"2 2 3\n"`,
+		} {
+			assert.Equal(t, want, eval(t, k, code), code)
+		}
 	})
 }
