@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/session"
@@ -383,7 +384,8 @@ func (f *dataFile) inspectJSON(text string, lang kernel.Language) error {
 	if err != nil {
 		return fmt.Errorf("not valid JSON: %v", err)
 	}
-	var records json.RawMessage
+	var records []any
+	var raw json.RawMessage // the records' text
 	switch x := v.(type) {
 	case map[string]any:
 		var keys []string
@@ -411,7 +413,7 @@ func (f *dataFile) inspectJSON(text string, lang kernel.Language) error {
 		if err := json.Unmarshal([]byte(clean), &doc); err != nil {
 			return fmt.Errorf("not valid JSON: %v", err)
 		}
-		records = doc[f.envelope]
+		records, raw = x[f.envelope].([]any), doc[f.envelope]
 	case []any:
 		if !isRecords(x) {
 			f.kind, f.n = "list", len(x)
@@ -419,30 +421,36 @@ func (f *dataFile) inspectJSON(text string, lang kernel.Language) error {
 			f.peek = string(peek)
 			return nil
 		}
-		records = json.RawMessage(clean)
+		records, raw = x, json.RawMessage(clean)
 	default:
 		f.kind = "scalar"
 		s, _ := json.Marshal(x)
 		f.scalar = string(s)
 		return nil
 	}
+	f.table = true
+	for _, r := range records {
+		f.n++
+		for k, val := range r.(map[string]any) {
+			f.countField(k, val)
+		}
+	}
 	var raws []json.RawMessage
-	if err := json.Unmarshal(records, &raws); err != nil {
+	if err := json.Unmarshal(raw, &raws); err != nil {
 		return fmt.Errorf("not valid JSON: %v", err)
 	}
-	f.table = true
-	var rawBytes [][]byte
-	for _, raw := range raws {
-		row, err := orderedObject(raw)
-		if err != nil {
-			return fmt.Errorf("not valid JSON: %v", err)
-		}
-		f.n++
-		f.count(row)
-		rawBytes = append(rawBytes, raw)
-		f.last = row.shown()
+	last, err := orderedObject(raws[len(raws)-1])
+	if err != nil {
+		return fmt.Errorf("not valid JSON: %v", err)
 	}
-	f.columns = jsonColumns(rawBytes)
+	f.last = last.shown()
+	if lang == kernel.Go {
+		var rawBytes [][]byte
+		for _, r := range raws {
+			rawBytes = append(rawBytes, r)
+		}
+		f.columns = jsonColumns(rawBytes)
+	}
 	return nil
 }
 
@@ -451,7 +459,8 @@ func (f *dataFile) inspectJSONL(text string, lang kernel.Language) error {
 	if lang == kernel.Go {
 		blank = func(s string) bool { return strings.TrimSpace(s) == "" }
 	}
-	var raws [][]byte
+	var raws [][]byte // Go: the records, for their fields' order and kinds
+	var last []byte
 	for n, line := range pyLines(text) {
 		line = strings.TrimRight(line, "\r\n")
 		if blank(line) {
@@ -461,31 +470,51 @@ func (f *dataFile) inspectJSONL(text string, lang kernel.Language) error {
 		if nonFin && lang == kernel.Go {
 			return fmt.Errorf("line %d has NaN or Infinity, which Python's json reads but Go's encoding/json does not", n+1)
 		}
-		v, err := decodeJSON(clean, lang)
-		if err == nil {
-			if _, ok := v.(map[string]any); !ok {
-				var m map[string]any
-				err = json.Unmarshal([]byte(clean), &m)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("line %d is not a JSON object: %v", n+1, err)
-		}
-		row, err := orderedObject([]byte(clean))
+		obj, err := decodeObject([]byte(clean), lang)
 		if err != nil {
 			return fmt.Errorf("line %d is not a JSON object: %v", n+1, err)
 		}
 		f.n++
-		f.count(row)
-		f.last = row.shown()
-		raws = append(raws, []byte(clean))
+		for k, val := range obj {
+			f.countField(k, val)
+		}
+		last = []byte(clean)
+		if lang == kernel.Go {
+			raws = append(raws, last)
+		}
 	}
 	if f.n == 0 {
 		return errors.New("no records")
 	}
+	row, err := orderedObject(last)
+	if err != nil {
+		return err
+	}
 	f.table = true
-	f.columns = jsonColumns(raws)
+	f.last = row.shown()
+	if lang == kernel.Go {
+		f.columns = jsonColumns(raws)
+	}
 	return nil
+}
+
+// decodeObject reads one JSON object as the loader will (see decodeJSON),
+// with its values' text.
+func decodeObject(b []byte, lang kernel.Language) (map[string]json.RawMessage, error) {
+	if lang == kernel.Go {
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, err
+		}
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, errors.New("null")
+	}
+	return m, nil
 }
 
 // decodeJSON reads one JSON value as the loader will: Python's json keeps
@@ -596,33 +625,49 @@ func orderedObject(raw []byte) (*pyDict, error) {
 
 // count adds a record's fields and string values to f's.
 func (f *dataFile) count(row *pyDict) {
+	for _, k := range row.keys {
+		f.countField(k, row.vals[k])
+	}
+}
+
+// countField adds a field and, if it is a string (or a JSON string's
+// text), its value to f's.
+func (f *dataFile) countField(k string, v any) {
 	if f.distinct == nil {
 		f.distinct, f.notSmall = map[string]map[string]bool{}, map[string]bool{}
 	}
-	for _, k := range row.keys {
-		if _, ok := f.distinct[k]; !ok {
-			f.distinct[k] = map[string]bool{}
-			f.fields = append(f.fields, k)
-		}
-		var s string
-		switch v := row.vals[k].(type) {
-		case string:
-			s = v
-		case json.RawMessage:
-			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
-				continue
-			}
-		default:
-			continue
-		}
-		if len([]rune(s)) > maxSmallValue {
-			f.notSmall[k] = true
-			continue
-		}
-		if vals := f.distinct[k]; len(vals) <= maxDistinct {
-			vals[s] = true
-		}
+	vals, ok := f.distinct[k]
+	if !ok {
+		vals = map[string]bool{}
+		f.distinct[k] = vals
+		f.fields = append(f.fields, k)
 	}
+	if len(vals) > maxDistinct || f.notSmall[k] {
+		return // too many values, or too long, to show: no need to look
+	}
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case json.RawMessage:
+		if len(x) == 0 || x[0] != '"' {
+			return
+		}
+		if (len(x)-2)/6 > maxSmallValue { // even if every character were escaped
+			f.notSmall[k] = true
+			return
+		}
+		if json.Unmarshal(x, &s) != nil {
+			return
+		}
+	default:
+		return
+	}
+	if utf8.RuneCountInString(s) > maxSmallValue {
+		f.notSmall[k] = true
+		return
+	}
+	vals[s] = true
 }
 
 // finish decides what Init shows of f: the values of its fields with few
@@ -1095,7 +1140,14 @@ func renderInit(folder string, files []*dataFile, names []string) (header, []ini
 			fmt.Fprintf(&b, "%s = [{%s: n, **r}\n", f.ident, pyRepr(f.source))
 			pad := strings.Repeat(" ", len(f.ident)+4)
 			if p := f.pattern; p != [2]string{} {
-				fmt.Fprintf(&b, "%sfor n in sorted(os.listdir('data')) if n.startswith(%s) and n.endswith(%s)\n", pad, pyString(p[0]), pyString(p[1]))
+				var conds []string
+				if p[0] != "" {
+					conds = append(conds, fmt.Sprintf("n.startswith(%s)", pyString(p[0])))
+				}
+				if p[1] != "" {
+					conds = append(conds, fmt.Sprintf("n.endswith(%s)", pyString(p[1])))
+				}
+				fmt.Fprintf(&b, "%sfor n in sorted(os.listdir('data')) if %s\n", pad, strings.Join(conds, " and "))
 			} else {
 				var ns []string
 				for _, m := range f.members {

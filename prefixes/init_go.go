@@ -413,7 +413,14 @@ func goChar(r rune) string {
 // goGroupLoop opens a loop over a group's file names, bound to name.
 func goGroupLoop(f *dataFile) string {
 	if p := f.pattern; p != [2]string{} {
-		return fmt.Sprintf("for _, e := range entries {\n\tname := e.Name()\n\tif !strings.HasPrefix(name, %q) || !strings.HasSuffix(name, %q) {\n\t\tcontinue\n\t}\n", p[0], p[1])
+		var conds []string
+		if p[0] != "" {
+			conds = append(conds, fmt.Sprintf("!strings.HasPrefix(name, %q)", p[0]))
+		}
+		if p[1] != "" {
+			conds = append(conds, fmt.Sprintf("!strings.HasSuffix(name, %q)", p[1]))
+		}
+		return fmt.Sprintf("for _, e := range entries {\n\tname := e.Name()\n\tif %s {\n\t\tcontinue\n\t}\n", strings.Join(conds, " || "))
 	}
 	var ns []string
 	for _, m := range f.members {

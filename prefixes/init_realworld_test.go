@@ -377,3 +377,38 @@ func TestInitGroupsJSON(t *testing.T) {
 		}
 	})
 }
+
+// TestInitSkipsWhatLoadersCannotRead: a file the loader would fail on, or
+// bind as something other than records, is skipped with the reason; the
+// rest of the prefix builds.
+func TestInitSkipsWhatLoadersCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	write("nulls.jsonl", "{\"a\": 1}\nnull\n")
+	write("huge.json", `[{"x": 1e400}]`) // Python reads inf; Go's float64 cannot hold it
+	write("binary.csv", "a,b\n1,\x002\n")
+	write("mixed.csv", "\xef\xbb\xbfa,b\ncaf\xe9,1\n")
+	write("blank-header.csv", "\na,b\n1,2\n")
+	write("ok.csv", "a,b\n1,2\n")
+	want := map[string]string{
+		"nulls.jsonl":      "line 2 is not a JSON object: null",
+		"binary.csv":       "has NUL bytes: binary, or UTF-16, which init does not read",
+		"mixed.csv":        "starts with a UTF-8 byte-order mark but is not UTF-8",
+		"blank-header.csv": "the first line is blank, so csv.DictReader would find no field names",
+	}
+	src, skipped, err := prefixes.Init(dir, kernel.Python)
+	require.NoError(t, err)
+	assert.Equal(t, want, skippedFiles(skipped))
+	_, k := verifyInit(t, src, func(t *testing.T) kernel.Kernel { return kerneltest.Python(t, dir) })
+	assert.Equal(t, "[{'x': inf}]", eval(t, k, "huge"))
+
+	src, skipped, err = prefixes.Init(dir, kernel.Go)
+	require.NoError(t, err)
+	want["huge.json"] = "not valid JSON: json: cannot unmarshal number 1e400 into Go value of type float64"
+	delete(want, "blank-header.csv") // encoding/csv skips blank lines
+	assert.Equal(t, want, skippedFiles(skipped))
+	_, k = verifyInit(t, src, func(t *testing.T) kernel.Kernel { return startGo(t, dir) })
+	assert.Equal(t, `"1 2"`, eval(t, k, `blankHeader[0].A + " " + blankHeader[0].B`))
+}
