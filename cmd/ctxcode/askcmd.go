@@ -63,6 +63,7 @@ type askOptions struct {
 	reqTimeout time.Duration
 	agent      agent.Config
 	question   string
+	progress   *progress // the progress line and retry notes on stderr
 }
 
 func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
@@ -187,6 +188,7 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	o.progress = newProgress(stderr)
 	s, err := o.setup(stderr)
 	if err != nil {
 		return err
@@ -248,7 +250,7 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				break
 			}
 		}
-		res, err := o.ask(ctx, k, s, job, traj, stderr)
+		res, err := o.ask(ctx, k, s, job, start, traj, stderr)
 		if err != nil {
 			if o.task != "all" {
 				return err
@@ -256,7 +258,6 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			failure = fmt.Errorf("task %s: %w", job.task.ID, err)
 			break
 		}
-		res.wall = time.Since(start)
 		if o.task != "all" {
 			results = append(results, res)
 			break
@@ -399,6 +400,7 @@ func (o *askOptions) makeModel(s *askSetup) (llm.Model, error) {
 	cfg.MaxOutputTokens = o.agent.MaxOutputTokens
 	cfg.Timeout = o.reqTimeout
 	cfg.Encoding = enc
+	cfg.OnRetry = func(r llm.Retry) { o.progress.note("ctxcode: " + r.String()) }
 	if o.seed >= 0 {
 		seed := o.seed
 		cfg.Seed = &seed
@@ -460,15 +462,13 @@ func findTask(tasks []datasets.Task, id, dir string) (*datasets.Task, error) {
 
 // askResult is one answered (or not) question.
 type askResult struct {
-	job     askJob
-	res     *agent.Result
-	correct *bool  // counted in accuracy: right, and executed (or stated, in A)
-	right   *bool  // the answer's grade, whatever its source
-	reason  string // why it is wrong, or "no answer"
-	wall    time.Duration
+	job   askJob
+	res   *agent.Result
+	grade *agent.Grade // for a built-in task
 }
 
-func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job askJob, traj *agent.Trajectory, stderr io.Writer) (askResult, error) {
+// ask runs one question in k, whose start (or restart) began at started.
+func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job askJob, started time.Time, traj *agent.Trajectory, stderr io.Writer) (askResult, error) {
 	cfg := o.agent
 	cfg.Protocol = job.mode.Protocol()
 	if job.mode == agent.Loop && o.protocol == "eval" {
@@ -488,9 +488,8 @@ func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job 
 	if s.manifest != nil {
 		info.Data = s.manifest
 	}
-	obs := newProgress(stderr)
-	res, err := agent.Run(ctx, &agent.Session{Kernel: k, Prefix: s.prefix}, s.model, cfg, info, traj, obs)
-	obs.done()
+	res, err := agent.Run(ctx, &agent.Session{Kernel: k, Prefix: s.prefix, Started: started}, s.model, cfg, info, traj, o.progress)
+	o.progress.done()
 	if err != nil {
 		var be *prefixes.BuildError
 		if errors.As(err, &be) {
@@ -500,19 +499,13 @@ func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job 
 	}
 	out := askResult{job: job, res: res}
 	if job.task != nil {
-		right, reason := false, "no answer"
+		right, reason := false, ""
 		if res.Status == agent.Answered {
 			right, reason = datasets.Grade(*job.task, res.Answer)
 		}
-		// An unexecuted answer is graded and shown, never counted as correct.
-		ok := right && res.AnswerSource != agent.Unexecuted
-		out.correct, out.right, out.reason = &ok, &right, reason
-		traj.Emit("grade", struct {
-			Task    string `json:"task"`
-			Correct bool   `json:"correct"`
-			Reason  string `json:"reason,omitempty"`
-			Gold    any    `json:"gold"`
-		}{job.task.ID, ok, reason, job.task.Gold})
+		// An unexecuted answer is graded and shown, never counted in accuracy.
+		out.grade = res.SetGrade(right, reason)
+		traj.Grade(job.task.ID, job.task.Gold, out.grade)
 	}
 	return out, nil
 }
@@ -530,7 +523,11 @@ func (r askResult) record() map[string]any {
 		"context_tokens": u.PromptTokens,
 		"output_tokens":  u.CompletionTokens,
 		"cached_tokens":  u.CachedTokens,
-		"wall_ms":        r.wallTime().Milliseconds(),
+		"wall_ms":        r.res.Wall.Milliseconds(),
+		"setup_ms":       r.res.Setup.Milliseconds(),
+		"model_ms":       r.res.Model.Milliseconds(),
+		"waited_ms":      r.res.Waited.Milliseconds(),
+		"retries":        r.res.Retries,
 		"estimated":      u.Estimated,
 		"restarts":       r.res.Restarts,
 	}
@@ -539,12 +536,14 @@ func (r askResult) record() map[string]any {
 	}
 	if r.job.task != nil {
 		rec["task"] = r.job.task.ID
-		rec["correct"] = *r.correct
+		g := r.grade
+		rec["correct"] = g.Accurate()
+		rec["verdict"] = g.Verdict
 		if r.res.Status == agent.Answered {
-			rec["answer_right"] = *r.right
+			rec["answer_right"] = g.Correct
 		}
-		if !*r.right {
-			rec["grade"] = r.reason
+		if g.Reason != "" {
+			rec["grade"] = g.Reason
 		}
 	}
 	if r.res.Err != nil {
@@ -581,26 +580,17 @@ func printResult(w io.Writer, r askResult) {
 	default:
 		fmt.Fprintf(w, "no answer (%s)\n", r.res.Status)
 	}
-	if r.correct != nil {
+	if g := r.grade; g != nil {
 		switch {
-		case *r.correct:
+		case g.Accurate():
 			fmt.Fprintf(w, "correct (task %s)\n", r.job.task.ID)
-		case *r.right:
+		case g.Verdict == agent.GradeUnexecuted && g.Correct:
 			fmt.Fprintf(w, "right but unexecuted (task %s): not counted as correct\n", r.job.task.ID)
 		default:
-			fmt.Fprintf(w, "wrong (task %s): %s\n", r.job.task.ID, r.reason)
+			fmt.Fprintf(w, "wrong (task %s): %s\n", r.job.task.ID, g.Reason)
 		}
 	}
 	fmt.Fprintln(w, r.costLine())
-}
-
-// wallTime is the question's wall time as the command measured it (kernel
-// start or restart and prefix build included), else the run's own.
-func (r askResult) wallTime() time.Duration {
-	if r.wall > 0 {
-		return r.wall
-	}
-	return r.res.Wall
 }
 
 func (r askResult) costLine() string {
@@ -614,8 +604,12 @@ func (r askResult) costLine() string {
 	if res.Turns == 1 {
 		turns = "turn"
 	}
-	return fmt.Sprintf("[%d %s, %d context tokens, %d output tokens, %d cached, %.2fs%s]",
-		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, r.wallTime().Seconds(), est)
+	waited := ""
+	if res.Retries > 0 {
+		waited = fmt.Sprintf(", %d retries (%.1fs waiting)", res.Retries, res.Waited.Seconds())
+	}
+	return fmt.Sprintf("[%d %s, %d context tokens, %d output tokens, %d cached, %.2fs (model %.2fs, kernel and prefix %.2fs)%s%s]",
+		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, res.Wall.Seconds(), res.Model.Seconds(), res.Setup.Seconds(), waited, est)
 }
 
 // exitError maps a run's status to the exit code of DESIGN.md.
@@ -635,15 +629,14 @@ func (r askResult) exitError() error {
 
 func printTaskLine(w io.Writer, r askResult) {
 	verdict := "no answer"
-	switch {
-	case r.res.Status != agent.Answered:
-	case r.res.AnswerSource == agent.Unexecuted && *r.right:
+	switch g := r.grade; {
+	case g.Verdict == agent.GradeUnexecuted && g.Correct:
 		verdict = "unexecuted (right)"
-	case r.res.AnswerSource == agent.Unexecuted:
+	case g.Verdict == agent.GradeUnexecuted:
 		verdict = "unexecuted (wrong)"
-	case *r.correct:
+	case g.Verdict == agent.GradeCorrect:
 		verdict = "correct"
-	default:
+	case g.Verdict == agent.GradeWrong:
 		verdict = "wrong"
 	}
 	fmt.Fprintf(w, "%-9s %-7s %-9s %s\n", r.job.task.ID, r.job.mode, verdict, r.costLine())
@@ -677,12 +670,12 @@ func printSummary(w io.Writer, results []askResult, asJSON bool) error {
 			rows = append(rows, x)
 		}
 		x.Tasks++
-		if r.correct != nil && *r.correct {
+		if r.grade.Accurate() {
 			x.Correct++
 		}
-		if r.res.Status == agent.Answered && r.res.AnswerSource == agent.Unexecuted {
+		if r.grade != nil && r.grade.Verdict == agent.GradeUnexecuted {
 			x.Unexecuted++
-			if r.right != nil && *r.right {
+			if r.grade.Correct {
 				x.UnexecutedRight++
 			}
 		}
@@ -690,7 +683,7 @@ func printSummary(w io.Writer, results []askResult, asJSON bool) error {
 		x.ContextTokens += float64(r.res.Usage.PromptTokens)
 		x.OutputTokens += float64(r.res.Usage.CompletionTokens)
 		x.CachedTokens += float64(r.res.Usage.CachedTokens)
-		x.WallMS += float64(r.wallTime().Milliseconds())
+		x.WallMS += float64(r.res.Wall.Milliseconds())
 		x.Estimated = x.Estimated || r.res.Usage.Estimated
 	}
 	failed := false

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -33,7 +35,7 @@ func TestAskReference(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(got.stdout), "\n")
 	require.Len(t, lines, 3, got.stdout)
 	assert.Equal(t, "correct (task s-t5-1)", lines[1])
-	assert.Regexp(t, regexp.MustCompile(`^\[1 turn, \d+ context tokens, \d+ output tokens, 0 cached, [\d.]+s \(estimated by the tokenizer\)\]$`), lines[2])
+	assert.Regexp(t, regexp.MustCompile(`^\[1 turn, \d+ context tokens, \d+ output tokens, 0 cached, [\d.]+s \(model [\d.]+s, kernel and prefix [\d.]+s\) \(estimated by the tokenizer\)\]$`), lines[2])
 
 	// The trajectory has every event, and is never overwritten without --force.
 	b, err := os.ReadFile(traj)
@@ -186,4 +188,34 @@ func TestAskAnyFolder(t *testing.T) {
 		prefix.WriteString(m.Content + "\n")
 	}
 	assert.Contains(t, prefix.String(), `sales = load_csv("sales.csv")`, "the prefix init wrote binds the file")
+}
+
+// TestAskRetriesAreVisible: each retry is one line on stderr (what failed,
+// the wait, attempt k of n), and the cost line says the run waited; the
+// wall time holds the kernel start and the prefix build, apart from the
+// model's share.
+func TestAskRetriesAreVisible(t *testing.T) {
+	requirePython(t)
+	dir := pmData(t)
+	busy := llmtest.Error(429, "rate_limit_exceeded", "Rate limit reached")
+	busy.Header = http.Header{"Retry-After": []string{"1"}}
+	srv := llmtest.NewServer(t, busy, llmtest.Text("ANSWER(len(tasks))", 700, 5))
+	t.Setenv("OPENAI_API_KEY", "sk-x")
+	got := runCLI(t, "", "ask", "How many tasks?", "--model", "m", "--base-url", srv.URL, "--data", dir, "--sandbox", "local")
+	require.Equal(t, exitOK, got.code, got.stderr)
+	assert.Regexp(t, `ctxcode: model m: attempt 1 of \d+ failed \(429 Too Many Requests\), retrying in 1s\n`, got.stderr)
+	assert.Regexp(t, `\[1 turn, 700 context tokens, 5 output tokens, 0 cached, ([\d.]+)s \(model ([\d.]+)s, kernel and prefix ([\d.]+)s\), 1 retries \(1\.\ds waiting\)\]`, got.stdout)
+	m := regexp.MustCompile(`([\d.]+)s \(model ([\d.]+)s, kernel and prefix ([\d.]+)s\)`).FindStringSubmatch(got.stdout)
+	require.Len(t, m, 4, got.stdout)
+	wall, model, setup := parseSeconds(t, m[1]), parseSeconds(t, m[2]), parseSeconds(t, m[3])
+	assert.GreaterOrEqual(t, model, 1.0, "the model's share holds the wait")
+	assert.Greater(t, setup, 0.0, "the kernel start and prefix build are counted")
+	assert.GreaterOrEqual(t, wall+0.01, model+setup, "wall holds both")
+
+}
+
+func parseSeconds(t *testing.T, s string) float64 {
+	f, err := strconv.ParseFloat(s, 64)
+	require.NoError(t, err)
+	return f
 }

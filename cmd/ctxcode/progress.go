@@ -12,21 +12,37 @@ import (
 
 // progress is the one line on a terminal that shows a run's turn, tokens so
 // far and the running cell; it writes nothing when stderr is not a terminal.
+// Notes (a retry) are whole lines on stderr, terminal or not.
 type progress struct {
-	mu    sync.Mutex
-	w     io.Writer
-	shown bool
+	mu     sync.Mutex
+	w      io.Writer // the terminal, or nil
+	stderr io.Writer
+	shown  bool
 }
 
 func newProgress(stderr io.Writer) *progress {
+	p := &progress{stderr: stderr}
 	f, ok := stderr.(*os.File)
 	if !ok {
-		return &progress{}
+		return p
 	}
 	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
-		return &progress{}
+		return p
 	}
-	return &progress{w: stderr}
+	p.w = stderr
+	return p
+}
+
+// note prints line on a line of its own, above the progress line. It may
+// be called from any goroutine.
+func (p *progress) note(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.shown = false
+	}
+	fmt.Fprintln(p.stderr, line)
 }
 
 // Progress implements agent.Observer.
