@@ -67,7 +67,9 @@ func TestFlagsAfterPositionals(t *testing.T) {
 		{"data gen: a stray argument is an error", []string{"data", "gen", "more", "--out", filepath.Join(out, "d")}, exitUsage,
 			func(t *testing.T, got outcome) { assert.Contains(t, got.stderr, `unexpected argument "more"`) }},
 		{"prefix show: a second prefix is an error", []string{"prefix", "show", "pm", "pm-nobind", "--data", data}, exitUsage,
-			func(t *testing.T, got outcome) { assert.Contains(t, got.stderr, `unexpected argument "pm-nobind": it takes one prefix`) }},
+			func(t *testing.T, got outcome) {
+				assert.Contains(t, got.stderr, `unexpected argument "pm-nobind": it takes one prefix`)
+			}},
 		{"prefix import: a second notebook is an error", []string{"prefix", "import", nb, nb}, exitUsage,
 			func(t *testing.T, got outcome) { assert.Contains(t, got.stderr, "it takes one notebook") }},
 		{"sandbox prune: a stray argument is an error", []string{"sandbox", "prune", "all"}, exitUsage,
