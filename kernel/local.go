@@ -37,13 +37,16 @@ type LocalConfig struct {
 	// 0555), so that nothing a cell does can change the user's files.
 	DataDir string
 	// LinkData shows DataDir by a symbolic link instead of a copy: nothing
-	// is copied, but a cell can change or delete the user's files.
+	// is copied, but a cell can change or delete the user's files (when
+	// ctxcode runs as root, only what user nobody may: it must be able to
+	// read them, too).
 	LinkData bool
 	// MaxDataCopy bounds the bytes copied for DataDir. Zero means 1 GiB.
 	// Larger data is refused with an error that names the alternatives.
 	MaxDataCopy int64
 	// Dir is the working directory. Empty means a private temporary folder,
-	// removed when the process ends.
+	// removed when the process ends (given to user nobody when ctxcode runs
+	// as root; a folder given here must then be usable by nobody already).
 	Dir string
 	// Env is added to the minimal environment the process gets (PATH, HOME,
 	// LANG, TERM). Nothing else of the parent's environment is passed on, so
@@ -55,9 +58,16 @@ type LocalConfig struct {
 	// CloseGrace is how long Close waits for the process to end after its
 	// input closes, before killing it. Zero means 2s.
 	CloseGrace time.Duration
+	// NoNamespaces runs the kernel without its own user, PID and mount
+	// namespaces even where they work (see [Local.Confinement]): the kernel
+	// then sees the host's processes. As root it still runs as nobody.
+	NoNamespaces bool
 }
 
 // Local starts kernels as host subprocesses in their own process group.
+// No kernel can read the environment or memory of ctxcode, and, where
+// [Local.Confinement] says so, of any process outside it: see confine_linux.go
+// for how, and for what stays readable.
 type Local struct {
 	cfg LocalConfig
 }
@@ -166,6 +176,12 @@ func (l *Local) Start(ctx context.Context) (_ Conn, err error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd) }
 	cmd.WaitDelay = time.Second
+	if err := l.confine(cmd, l.Confinement(), dir, owned); err != nil {
+		cancel()
+		cleanup()
+		closeAll(inR, inW, outR, outW)
+		return nil, err
+	}
 	if err := cmd.Start(); err != nil {
 		cancel()
 		cleanup()

@@ -458,15 +458,17 @@ func TestPythonEnvironmentAndData(t *testing.T) {
 func TestPythonCloseKillsChildren(t *testing.T) {
 	f := flavours(t)[0]
 	k := startPython(t, f, LocalConfig{})
-	res := runOK(t, k, "import subprocess\np = subprocess.Popen(['sleep', '300'])\np.pid")
-	pid, err := strconv.Atoi(res.Value)
-	require.NoError(t, err)
+	// The kernel may have a PID namespace of its own: find the child by its
+	// command line, not by the pid the kernel sees.
+	arg := fmt.Sprintf("300.%d", time.Now().UnixNano()%1e9)
+	runOK(t, k, "import subprocess\np = subprocess.Popen(['sleep', '"+arg+"'])\np.pid")
+	pid := hostPID(t, "sleep\x00"+arg+"\x00")
 	require.NoError(t, k.Close())
 	require.NoError(t, k.Close(), "Close is idempotent")
 	require.Eventually(t, func() bool {
 		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) || isZombie(pid)
 	}, 5*time.Second, 50*time.Millisecond, "the child process of a closed kernel must not live on")
-	_, err = k.Execute(context.Background(), "1", ExecOptions{})
+	_, err := k.Execute(context.Background(), "1", ExecOptions{})
 	assert.ErrorIs(t, err, ErrClosed)
 }
 
