@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +26,7 @@ import (
 	"github.com/ctxcode/ctxcode/kernel/kerneltest"
 )
 
-const nobody = 65534
+const nobody = kerneltest.Nobody
 
 func findPython(t *testing.T) string {
 	t.Helper()
@@ -302,9 +301,7 @@ func probeFromParent(t *testing.T, secret string, ns, asNobody bool) kerneltest.
 	require.NoError(t, err)
 	home := t.TempDir()
 	if asNobody {
-		require.NoError(t, os.Chmod(filepath.Dir(home), 0o755))
-		require.NoError(t, os.Chmod(home, 0o755))
-		exe = copyFile(t, exe, filepath.Join(home, "kernel.test"))
+		home, exe = kerneltest.CopyForNobody(t, exe)
 	}
 	mode := "namespaces"
 	if !ns {
@@ -357,17 +354,4 @@ func kernelParent(mode string) {
 	fmt.Print(res.Stdout)
 	_ = k.Close()
 	os.Exit(0)
-}
-
-func copyFile(t *testing.T, src, dst string) string {
-	t.Helper()
-	in, err := os.Open(src)
-	require.NoError(t, err)
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	require.NoError(t, err)
-	_, err = io.Copy(out, in)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
-	return dst
 }

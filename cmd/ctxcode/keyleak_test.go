@@ -7,10 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,7 +23,7 @@ import (
 )
 
 // nobody is the unprivileged user the test runs ctxcode as when it is root.
-const nobody = 65534
+const nobody = kerneltest.Nobody
 
 // TestKernelCannotReadTheAPIKey runs the real CLI the way a user does, with
 // OPENAI_API_KEY in its environment and in that of the shell that started
@@ -115,11 +113,7 @@ func probeFromCLI(t *testing.T, sb string, flags []string, lang kernel.Language,
 	require.NoError(t, err)
 	home := t.TempDir()
 	if asNobody {
-		// A folder nobody can reach (t.TempDir makes it and its parent 0700),
-		// holding a copy of this binary it can run.
-		require.NoError(t, os.Chmod(filepath.Dir(home), 0o755))
-		require.NoError(t, os.Chmod(home, 0o755))
-		exe = copyExecutable(t, exe, filepath.Join(home, "ctxcode"))
+		home, exe = kerneltest.CopyForNobody(t, exe)
 		require.NoError(t, os.Chown(home, nobody, nobody))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -146,17 +140,4 @@ func probeFromCLI(t *testing.T, sb string, flags []string, lang kernel.Language,
 	require.NoError(t, err)
 	assert.NotContains(t, strings.Join(rep.Read, " "), "/proc/"+strconv.Itoa(rep.PID)+"/", "the probe skips its own files")
 	return rep
-}
-
-func copyExecutable(t *testing.T, src, dst string) string {
-	t.Helper()
-	in, err := os.Open(src)
-	require.NoError(t, err)
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	require.NoError(t, err)
-	_, err = io.Copy(out, in)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
-	return dst
 }

@@ -3,8 +3,15 @@ package kerneltest
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcode/ctxcode/kernel"
 )
@@ -260,3 +267,25 @@ func probe() {
 
 probe()
 `
+
+// Nobody is the unprivileged user tests run ctxcode as when they are root.
+const Nobody = 65534
+
+// CopyForNobody copies the executable exe into a new folder that user
+// [Nobody] can enter (t.TempDir makes folders only their owner can), and
+// returns the folder and the copy.
+func CopyForNobody(t testing.TB, exe string) (dir, copied string) {
+	t.Helper()
+	dir = t.TempDir()
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
+	require.NoError(t, os.Chmod(dir, 0o755))
+	in, err := os.Open(exe)
+	require.NoError(t, err)
+	defer in.Close()
+	copied = filepath.Join(dir, filepath.Base(exe))
+	out, err := os.OpenFile(copied, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	require.NoError(t, err)
+	_, err = io.Copy(out, in)
+	require.NoError(t, errors.Join(err, out.Close()))
+	return dir, copied
+}
