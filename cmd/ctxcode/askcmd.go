@@ -348,12 +348,9 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 			return nil, err
 		}
 	default:
-		src, skipped, err := prefixes.Init(s.dataDir, kernel.Python)
+		src, err := initPrefix(s.dataDir, kernel.Python, stderr)
 		if err != nil {
 			return nil, usagef("no --prefix, and prefix init could not write one for %s: %v", s.dataDir, err)
-		}
-		for _, sk := range skipped {
-			fmt.Fprintf(stderr, "ctxcode: prefix init: skipped %s: %s\n", sk.File, sk.Reason)
 		}
 		if s.prefix, err = prefixes.Parse("init:"+s.dataDir, src); err != nil {
 			return nil, err

@@ -15,7 +15,7 @@ import (
 
 const prefixUsage = `Usage:
   ctxcode prefix init   --data DIR [--lang python|go] [--out FILE] [--force]
-                                                write a prefix for a folder of .jsonl, .json and .csv files
+                                                write a prefix for a folder of .jsonl, .json, .csv and .tsv files
   ctxcode prefix show   P --data DIR [--protocol bare|eval|transcript|cli|all] [--question Q] [--json] [flags]
                                                 build P in a fresh kernel and print it as the model sees it,
                                                 with its token count (all: a table of every protocol)
@@ -50,7 +50,7 @@ func parsePrefix(cmd string, args []string, stderr io.Writer, extra ...func(*fla
 	o.sandbox.register(fs)
 	fs.StringVar(&o.dataDir, "data", "", "data folder the prefix loads, shown to the kernel as data/")
 	fs.StringVar(&o.encoding, "encoding", string(session.O200kBase), "token vocabulary: o200k_base or cl100k_base")
-	fs.IntVar(&o.maxTokens, "max-tokens", 4000, "verify: the most tokens the rendered transcript may have")
+	fs.IntVar(&o.maxTokens, "max-tokens", prefixes.DefaultMaxTokens, "verify: the most tokens the rendered transcript may have")
 	fs.DurationVar(&o.timeout, "timeout", kernel.DefaultTimeout, "soft time limit per cell")
 	for _, register := range extra {
 		register(fs)
@@ -93,26 +93,31 @@ func runPrefix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := needData("prefix verify", o.prefix, o.dataDir); err != nil {
 			return err
 		}
-		text, err := o.build(ctx, stderr)
-		if err != nil {
+		warned := false
+		start := func(ctx context.Context) (kernel.Kernel, func(), error) {
+			w := stderr
+			if warned {
+				w = io.Discard // the --sandbox local warning, once
+			}
+			warned = true
+			return o.start(ctx, w)
+		}
+		v, err := prefixes.Verify(ctx, start, o.prefix, prefixes.VerifyOptions{
+			MaxTokens: o.maxTokens, Encoding: session.Encoding(o.encoding), Exec: kernel.ExecOptions{Timeout: o.timeout}})
+		var ob *prefixes.OverBudgetError
+		var nd *prefixes.NondeterministicError
+		switch {
+		case errors.As(err, &ob):
+			return usagef("prefix %s renders to %d tokens (%s), over --max-tokens %d: show less of the data (fewer or shorter sample rows), or raise --max-tokens", ob.Prefix, ob.Tokens, ob.Encoding, ob.Max)
+		case errors.As(err, &nd):
+			return usagef("prefix %s is not deterministic: two builds in fresh kernels differ:\n%s\n(print sorted values, not sets, dicts of unknown order, times or random numbers)", nd.Prefix, nd.Diff)
+		case prefixes.IsNotGood(err):
+			return usagef("%v", err)
+		case err != nil:
 			return err
-		}
-		tokens, err := session.CountTokens(session.Encoding(o.encoding), text)
-		if err != nil {
-			return err
-		}
-		again, err := o.build(ctx, stderr)
-		if err != nil {
-			return err
-		}
-		if again != text {
-			return usagef("prefix %s is not deterministic: two builds in fresh kernels differ:\n%s\n(print sorted values, not sets, dicts of unknown order, times or random numbers)", o.prefix.Name, firstDifference(text, again))
-		}
-		if tokens > o.maxTokens {
-			return usagef("prefix %s renders to %d tokens (%s), over --max-tokens %d: show less of the data (fewer or shorter sample rows), or raise --max-tokens", o.prefix.Name, tokens, o.encoding, o.maxTokens)
 		}
 		fmt.Fprintf(stdout, "prefix %s: ok: %d cells, built twice with identical output, %d tokens (%s)\n",
-			o.prefix.Name, len(o.prefix.Cells), tokens, o.encoding)
+			o.prefix.Name, v.Cells, v.Tokens, o.encoding)
 		return nil
 	case "export":
 		o, err := parseExport(args[1:], stderr)
@@ -145,28 +150,32 @@ func needData(cmd string, p *prefixes.Prefix, dataDir string) error {
 	return nil
 }
 
-// build runs the prefix in a fresh kernel and renders its transcript.
-func (o *prefixOptions) build(ctx context.Context, stderr io.Writer) (string, error) {
-	cells, err := o.execute(ctx, stderr)
+// start starts a fresh kernel for the prefix; stop closes it and its
+// transport.
+func (o *prefixOptions) start(ctx context.Context, stderr io.Writer) (kernel.Kernel, func(), error) {
+	tr, cleanup, err := o.sandbox.transport(ctx, o.prefix.Language, o.dataDir, stderr)
 	if err != nil {
-		return "", err
+		if cleanup == nil {
+			cleanup = func() {}
+		}
+		return nil, cleanup, err
 	}
-	return session.RenderCells(cells), nil
+	k, err := kernel.Start(ctx, o.prefix.Language, tr, kernel.ClientOptions{})
+	if err != nil {
+		cleanup()
+		return nil, func() {}, err
+	}
+	return k, func() { _ = k.Close(); cleanup() }, nil
 }
 
 // execute runs the prefix in a fresh kernel and returns its cells; a cell
 // that fails is a usage error.
 func (o *prefixOptions) execute(ctx context.Context, stderr io.Writer) ([]session.Cell, error) {
-	tr, cleanup, err := o.sandbox.transport(ctx, o.prefix.Language, o.dataDir, stderr)
+	k, stop, err := o.start(ctx, stderr)
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
-	k, err := kernel.Start(ctx, o.prefix.Language, tr, kernel.ClientOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer k.Close()
+	defer stop()
 	cells, err := prefixes.Build(ctx, k, o.prefix, kernel.ExecOptions{Timeout: o.timeout})
 	var be *prefixes.BuildError
 	if errors.As(err, &be) {
@@ -178,22 +187,22 @@ func (o *prefixOptions) execute(ctx context.Context, stderr io.Writer) ([]sessio
 	return cells, nil
 }
 
-// firstDifference shows the first line where two texts differ.
-func firstDifference(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for i := 0; i < len(al) || i < len(bl); i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			return fmt.Sprintf("line %d:\n  first:  %s\n  second: %s", i+1, x, y)
+// initPrefix writes a prefix for dir and tells stderr what it skipped and
+// what to know of it.
+func initPrefix(dir string, lang kernel.Language, stderr io.Writer) ([]byte, error) {
+	res, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang})
+	if res != nil {
+		for _, s := range res.Skipped {
+			fmt.Fprintf(stderr, "ctxcode: prefix init: skipped %s: %s\n", s.File, s.Reason)
 		}
 	}
-	return "(no line differs)"
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(stderr, "ctxcode: prefix init: warning: %s\n", w)
+	}
+	return res.Source, nil
 }
 
 func runPrefixInit(args []string, stdout, stderr io.Writer) error {
@@ -220,12 +229,9 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	src, skipped, err := prefixes.Init(*dir, l)
+	src, err := initPrefix(*dir, l, stderr)
 	if err != nil {
 		return usagef("prefix init: %v", err)
-	}
-	for _, s := range skipped {
-		fmt.Fprintf(stderr, "ctxcode: prefix init: skipped %s: %s\n", s.File, s.Reason)
 	}
 	if *out == "" {
 		_, err = stdout.Write(src)

@@ -113,3 +113,25 @@ func TestPrefixInit(t *testing.T) {
 	assert.Equal(t, exitUsage, got.code)
 	assert.Contains(t, got.stderr, "no loadable file")
 }
+
+// TestPrefixInitRealWorldVerifies: the prefix init writes for the folder of
+// odd real-world files (BOM, Latin-1, ragged and ;-separated CSV, .tsv, a
+// JSON envelope) passes prefix verify, and init says what it read as
+// Latin-1.
+func TestPrefixInitRealWorldVerifies(t *testing.T) {
+	requirePython(t)
+	data := "../../testdata/init-realworld"
+	for _, lang := range []string{"python", "go"} {
+		t.Run(lang, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "p."+lang)
+			got := runCLI(t, "", "prefix", "init", "--data", data, "--lang", lang, "--out", out)
+			require.Equal(t, exitOK, got.code, got.stderr)
+			if lang == "python" {
+				assert.Regexp(t, `ctxcode: prefix init: warning: \S+ is not UTF-8: read as Latin-1`, got.stderr)
+			}
+			got = runCLI(t, "", "prefix", "verify", out, "--sandbox", "local", "--data", data)
+			require.Equal(t, exitOK, got.code, got.stderr)
+			assert.Contains(t, got.stdout, "built twice with identical output")
+		})
+	}
+}
