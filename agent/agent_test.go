@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/internal/testenv"
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/kernel/kerneltest"
 	"github.com/ctxcode/ctxcode/llm"
@@ -344,17 +345,11 @@ func TestReferenceAnswersEveryTaskInDocker(t *testing.T) {
 	ctx := context.Background()
 	cli, err := sandbox.Connect(ctx)
 	if err != nil {
-		if kerneltest.Strict() {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		testenv.SkipOrFail(t, "%v", err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	if ok, err := sandbox.ImageExists(ctx, cli, sandbox.KernelImage()); err != nil || !ok {
-		if kerneltest.Strict() {
-			t.Fatalf("kernel image %s: %v (build it with ctxcode sandbox build)", sandbox.KernelImage(), err)
-		}
-		t.Skipf("kernel image %s is missing: build it with ctxcode sandbox build", sandbox.KernelImage())
+		testenv.SkipOrFail(t, "kernel image %s is missing (%v): build it with ctxcode sandbox build", sandbox.KernelImage(), err)
 	}
 	cfg := sandbox.DefaultConfig()
 	cfg.DataDir = pmDir

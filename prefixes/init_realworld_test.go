@@ -45,24 +45,7 @@ func realWorld(t *testing.T) string {
 func pythonFlavours(t *testing.T) map[string]func(t *testing.T, dir string) kernel.Kernel {
 	return map[string]func(t *testing.T, dir string) kernel.Kernel{
 		"ipython": func(t *testing.T, dir string) kernel.Kernel { return kerneltest.Python(t, dir) },
-		"stdlib": func(t *testing.T, dir string) kernel.Kernel {
-			t.Helper()
-			python, err := kernel.FindPython(os.Getenv("CTXCODE_PYTHON"))
-			if err != nil {
-				if kerneltest.Strict() {
-					t.Fatal(err)
-				}
-				t.Skip(err)
-			}
-			tr, err := kernel.NewLocalPython(python, true, kernel.LocalConfig{DataDir: dir})
-			require.NoError(t, err)
-			k, err := kernel.Start(context.Background(), kernel.Python, tr, kernel.ClientOptions{})
-			if k != nil {
-				t.Cleanup(func() { _ = k.Close() })
-			}
-			require.NoError(t, err)
-			return k
-		},
+		"stdlib":  func(t *testing.T, dir string) kernel.Kernel { return kerneltest.PythonNoIPython(t, dir) },
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/kernel/kerneltest"
 )
 
@@ -42,13 +40,7 @@ func csvCases() []string {
 // over each text with each delimiter.
 func pythonCSV(t *testing.T, texts []string, delims []rune) [][2]json.RawMessage {
 	t.Helper()
-	python, err := kernel.FindPython(os.Getenv("CTXCODE_PYTHON"))
-	if err != nil {
-		if kerneltest.Strict() {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	python := kerneltest.FindPython(t)
 	type input struct {
 		Text  string `json:"text"`
 		Delim string `json:"delim"`

@@ -22,14 +22,31 @@ func Strict() bool { return testenv.Strict() }
 // dataDir as its data/ ("" for none), closed when the test ends.
 func Python(t testing.TB, dataDir string) kernel.Kernel {
 	t.Helper()
+	return startPython(t, dataDir, false)
+}
+
+// PythonNoIPython is Python with the driver's standard-library path, even
+// where IPython is importable.
+func PythonNoIPython(t testing.TB, dataDir string) kernel.Kernel {
+	t.Helper()
+	return startPython(t, dataDir, true)
+}
+
+// FindPython is the interpreter Python runs; a test without one is skipped
+// (failed in CI).
+func FindPython(t testing.TB) string {
+	t.Helper()
 	python, err := kernel.FindPython(os.Getenv("CTXCODE_PYTHON"))
 	if err != nil {
-		if Strict() {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		testenv.SkipOrFail(t, "%v", err)
 	}
-	tr, err := kernel.NewLocalPython(python, false, kernel.LocalConfig{DataDir: dataDir})
+	return python
+}
+
+func startPython(t testing.TB, dataDir string, noIPython bool) kernel.Kernel {
+	t.Helper()
+	python := FindPython(t)
+	tr, err := kernel.NewLocalPython(python, noIPython, kernel.LocalConfig{DataDir: dataDir})
 	require.NoError(t, err)
 	k, err := kernel.Start(context.Background(), kernel.Python, tr, kernel.ClientOptions{})
 	if k != nil {
