@@ -360,40 +360,26 @@ func (l *Local) placeData(dst string) error {
 	return nil
 }
 
-// copyReadOnly copies the tree at src to dst, following symbolic links to
-// files, and then makes the copy read-only. It refuses trees over limit bytes.
+// copyReadOnly copies the tree at src to dst as [WalkReadOnly] says, and
+// then makes the copy read-only. It refuses trees over limit bytes.
 func copyReadOnly(src, dst string, limit int64) error {
-	var total int64
-	var dirs []string
-	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := os.Stat(path) // follows links
-		if err != nil {
-			return nil // a dangling link: nothing to show
-		}
-		switch {
-		case info.IsDir():
-			if d.Type()&os.ModeSymlink != 0 {
-				return nil // linked folders are not followed (no cycles)
-			}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	dirs := []string{dst}
+	err := WalkReadOnly(src, limit, func(e DataEntry) error {
+		target := filepath.Join(dst, filepath.FromSlash(e.Rel))
+		if e.Dir {
 			dirs = append(dirs, target)
-			return os.MkdirAll(target, 0o755)
-		case info.Mode().IsRegular():
-			if total += info.Size(); total > limit {
-				return fmt.Errorf("the data is larger than %s: use a smaller folder, "+
-					"--data-link (no copy, but the kernel can then change your files), or --sandbox docker", formatBytes(limit))
-			}
-			return copyFile(path, target)
+			return os.Mkdir(target, 0o755)
 		}
-		return nil // devices, sockets, pipes: skipped
+		return copyFile(e.Path, target, e.Mode)
 	})
+	var big *DataTooLargeError
+	if errors.As(err, &big) {
+		return fmt.Errorf("%w: use a smaller folder, --data-link (no copy, but the kernel can then change "+
+			"your files), or --sandbox docker", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -405,13 +391,13 @@ func copyReadOnly(src, dst string, limit int64) error {
 	return nil
 }
 
-func copyFile(src, dst string) (err error) {
+func copyFile(src, dst string, mode os.FileMode) (err error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}

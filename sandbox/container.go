@@ -309,43 +309,28 @@ func (d *Docker) copyDataToVolume(ctx context.Context, session string) (name str
 	return name, nil
 }
 
-// tarReadOnly writes the tree at dir as a tar of read-only, root-owned entries.
+// tarReadOnly writes the tree at dir, as kernel.WalkReadOnly walks it (the
+// same entries as a local kernel's copy), as a tar of read-only, root-owned
+// entries.
 func tarReadOnly(w io.Writer, dir string) error {
 	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil || rel == "." {
-			return err
-		}
-		info, err := os.Stat(path)
-		if err != nil {
-			return nil // a dangling link
-		}
-		hdr := &tar.Header{Name: filepath.ToSlash(rel), ModTime: info.ModTime(), Format: tar.FormatPAX}
-		switch {
-		case info.IsDir():
-			if e.Type()&os.ModeSymlink != 0 {
-				return nil
-			}
-			hdr.Typeflag, hdr.Name, hdr.Mode = tar.TypeDir, hdr.Name+"/", 0o555
+	err := kernel.WalkReadOnly(dir, 0, func(e kernel.DataEntry) error {
+		hdr := &tar.Header{Name: e.Rel, ModTime: e.ModTime, Mode: int64(e.Mode), Format: tar.FormatPAX}
+		if e.Dir {
+			hdr.Typeflag, hdr.Name = tar.TypeDir, hdr.Name+"/"
 			return tw.WriteHeader(hdr)
-		case info.Mode().IsRegular():
-			hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, 0o444, info.Size()
-			if err := tw.WriteHeader(hdr); err != nil {
-				return err
-			}
-			f, err := os.Open(path)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			_, err = io.CopyN(tw, f, info.Size())
+		}
+		hdr.Typeflag, hdr.Size = tar.TypeReg, e.Size
+		if err := tw.WriteHeader(hdr); err != nil {
 			return err
 		}
-		return nil
+		f, err := os.Open(e.Path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.CopyN(tw, f, e.Size)
+		return err
 	})
 	if err != nil {
 		return err
