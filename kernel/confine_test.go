@@ -22,23 +22,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/ctxcode/ctxcode/internal/testenv"
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/kernel/kerneltest"
 )
 
 const nobody = kerneltest.Nobody
-
-func findPython(t *testing.T) string {
-	t.Helper()
-	python, err := kernel.FindPython(os.Getenv("CTXCODE_PYTHON"))
-	if err != nil {
-		if kerneltest.Strict() {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	return python
-}
 
 // pythonFor is the interpreter for a kernel with cfg: the usual one, or,
 // when that is in a folder its user cannot reach and there are no
@@ -47,10 +36,7 @@ func pythonFor(t *testing.T, cfg kernel.LocalConfig) string {
 	t.Helper()
 	p, err := reachablePython(cfg)
 	if err != nil {
-		if kerneltest.Strict() {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		testenv.SkipOrFail(t, "%v", err)
 	}
 	return p
 }
@@ -260,7 +246,7 @@ func TestLocalKernelCannotReadItsParents(t *testing.T) {
 		kernelParent(mode)
 		return
 	}
-	findPython(t)
+	kerneltest.FindPython(t)
 	withNS := namespacesHere(t)
 	users := []string{"self"}
 	if os.Geteuid() == 0 {
