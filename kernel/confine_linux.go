@@ -17,24 +17,34 @@ package kernel
 //  2. When ctxcode is root, the kernel runs as nobody (65534:65534, no
 //     supplementary groups), so no root process is readable to it. Its
 //     folder is chowned to nobody (mode 0700); the data copy stays root's,
-//     0444 and 0555; nothing is made world-writable. The interpreter and
-//     the temporary folder must be reachable by nobody: Start checks.
-//  3. Where the system allows it (unprivileged user namespaces; not in a
-//     default Docker container, nor where AppArmor restricts them), the
-//     kernel runs in its own user, PID and mount namespaces with a private
-//     /proc: no process outside the kernel is visible to it, so neither is
-//     its environ, cmdline or mem, whatever user it runs as, and the kernel
-//     cannot signal or trace them. The kernel runs with no capability and
-//     no_new_privs, so it cannot unmount that /proc; in a namespace it makes
-//     itself, the mounts it inherits are locked and cannot be unmounted
-//     either. A small helper does the mounts: this same binary, re-executed
-//     by /proc/self/exe with argv[0] "ctxcode-kernel-confine" (see init
-//     below), which then executes the kernel in place (same pid, pid 1 of
-//     its namespace; all its processes die with it).
+//     0444 and 0555; nothing is made world-writable. The interpreter, the
+//     kernel folder and a linked data folder must be reachable by nobody:
+//     where a folder on the way is closed to it (pyenv lives in /root, 0700),
+//     the mount namespace below covers that folder with an empty tmpfs and
+//     mounts back only the entry the kernel needs (/root/.pyenv), which also
+//     hides the rest of it; without namespaces Start refuses, and says what
+//     to do. ctxcode's own binary (the Go kernel) is run as /proc/self/exe,
+//     which needs no folder.
+//  3. Where the system allows it (user namespaces; not in a default Docker
+//     container, nor where AppArmor restricts them for unprivileged users),
+//     the kernel runs in its own user, PID and mount namespaces with a
+//     private /proc: no process outside the kernel is visible to it, so
+//     neither is its environ, cmdline or mem, whatever user it runs as, and
+//     it cannot signal or trace them. The kernel runs with no capability and
+//     no_new_privs, so it cannot unmount that /proc; in a user namespace it
+//     makes itself, the mounts it inherits are locked and cannot be
+//     unmounted either. A small helper does the mounts: this same binary,
+//     re-executed by /proc/self/exe with argv[0] "ctxcode-kernel-confine"
+//     (see init below), which then executes the kernel in place (same pid,
+//     pid 1 of its namespace; all its processes die with it). For root, the
+//     namespace maps root and nobody to themselves and the helper starts as
+//     root (without capabilities outside the namespace), to enter root's
+//     folders, then becomes nobody; no_new_privs is what keeps the kernel
+//     from becoming root again by a set-user-ID program, so it must stay.
 //
 // What that protects, and what it does not:
 //   - root, with namespaces: every process outside the kernel (it sees none).
-//     Files: only what nobody may read.
+//     Files: only what nobody may read, less the closed folders covered.
 //   - root, without namespaces: the environ and memory of every process not
 //     running as nobody. Command lines stay world-readable, as they are to
 //     every user of the host: a key given on a command line is not protected.
