@@ -272,3 +272,26 @@ func goldText(t *testing.T, gold any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// TestKernelDeathExitsOne: a cell that kills the kernel is an
+// infrastructure failure (kernel_failed, exit 1) in the loop and in one
+// shot alike; restarts counts the restarts made, so with --max-restarts 0
+// it is 0.
+func TestKernelDeathExitsOne(t *testing.T) {
+	requirePython(t)
+	data := pmData(t)
+	for _, mode := range []string{"loop", "oneshot"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.Text("```python\nimport os\nos._exit(3)\n```", 700, 10))
+			t.Setenv("OPENAI_API_KEY", "sk-x")
+			got := runCLI(t, "", "ask", "How many tasks?", "--mode", mode, "--max-restarts", "0", "--json",
+				"--model", "m", "--base-url", srv.URL, "--data", data, "--sandbox", "local")
+			assert.Equal(t, exitInfra, got.code, got.stderr)
+			var rec map[string]any
+			require.NoError(t, jsonFirstLine(got.stdout, &rec), got.stdout)
+			assert.Equal(t, "kernel_failed", rec["status"])
+			assert.EqualValues(t, 0, rec["restarts"], "no restart was made")
+			assert.Contains(t, got.stderr, "exited with status 3")
+		})
+	}
+}
