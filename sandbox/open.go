@@ -92,7 +92,7 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 	}
 	if opts.Kind == KindLocal {
 		fmt.Fprintln(warn, "ctxcode: warning: --sandbox local runs the cells on this host, without isolation")
-		tr, err := opts.local()
+		tr, err := opts.local(warn)
 		return tr, noop, err
 	}
 	cli, err := Connect(ctx)
@@ -100,7 +100,7 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 		switch {
 		case opts.Kind == KindAuto && opts.HostFallback:
 			fmt.Fprintf(warn, "ctxcode: Docker is not reachable (%v);\nctxcode: the reference model runs ctxcode's own solutions, so they run on this host\n", err)
-			tr, lerr := opts.local()
+			tr, lerr := opts.local(warn)
 			return tr, noop, lerr
 		case opts.Kind == KindAuto:
 			return nil, noop, fmt.Errorf("%w\n(cells are never run on this host unless you say so with --sandbox local)", err)
@@ -184,29 +184,32 @@ func (o *OpenOptions) findPython() (string, error) {
 	return python, err
 }
 
-// local is the transport that runs kernels on this host.
-func (o *OpenOptions) local() (kernel.Transport, error) {
+// local is the transport that runs kernels on this host; what its
+// confinement cannot hide (see kernel.Confinement) is a warning.
+func (o *OpenOptions) local(warn io.Writer) (kernel.Transport, error) {
 	cfg := o.Local
 	cfg.DataDir = o.DataDir
+	var tr *kernel.Local
+	var err error
 	if o.Lang == kernel.Go {
-		exe, err := o.exe()
-		if err != nil {
-			return nil, err
+		exe, eerr := o.exe()
+		if eerr != nil {
+			return nil, eerr
 		}
 		cfg.Argv = []string{exe, "kernel", "serve", "--lang", "go"}
-		return transport(kernel.NewLocal(cfg))
+		tr, err = kernel.NewLocal(cfg)
+	} else {
+		python, perr := o.findPython()
+		if perr != nil {
+			return nil, perr
+		}
+		tr, err = kernel.NewLocalPython(python, o.NoIPython, cfg)
 	}
-	python, err := o.findPython()
 	if err != nil {
 		return nil, err
 	}
-	return transport(kernel.NewLocalPython(python, o.NoIPython, cfg))
-}
-
-// transport is tr as a kernel.Transport that is nil when err is not.
-func transport[T kernel.Transport](tr T, err error) (kernel.Transport, error) {
-	if err != nil {
-		return nil, err
+	if w := tr.Confinement().Warning(); w != "" {
+		fmt.Fprintf(warn, "ctxcode: warning: %s\n", w)
 	}
 	return tr, nil
 }
