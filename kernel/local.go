@@ -308,6 +308,7 @@ type TailBuffer struct {
 	head    []byte
 	tail    []byte
 	dropped int64
+	before  byte // the last byte dropped before tail
 }
 
 func (t *TailBuffer) Write(p []byte) (int, error) {
@@ -324,19 +325,22 @@ func (t *TailBuffer) Write(p []byte) (int, error) {
 	t.tail = append(t.tail, p...)
 	if over := len(t.tail) - tailMax; over > 0 {
 		t.dropped += int64(over)
+		t.before = t.tail[over-1]
 		t.tail = append(t.tail[:0], t.tail[over:]...)
 	}
 	return n, nil
 }
 
+// String is what was kept, cut by the one head-and-tail rule (cut.go).
 func (t *TailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := string(t.head)
-	if t.dropped > 0 {
-		s += fmt.Sprintf("\n... [%d bytes dropped] ...\n", t.dropped)
+	if t.dropped == 0 {
+		return strings.ToValidUTF8(string(t.head)+string(t.tail), "\uFFFD")
 	}
-	return strings.ToValidUTF8(s+string(t.tail), "\uFFFD")
+	head, tail := TrimCut(string(t.head), string(t.tail), t.before == '\n')
+	dropped := t.dropped + int64(len(t.head)-len(head)+len(t.tail)-len(tail))
+	return strings.ToValidUTF8(JoinCut(head, tail, dropped), "\uFFFD")
 }
 
 // placeData shows the data folder at dst: a read-only copy, or a link.

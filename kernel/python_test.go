@@ -16,20 +16,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// strict reports whether missing prerequisites fail tests instead of
-// skipping them (in CI).
-func strict() bool {
-	return os.Getenv("CI") != "" || os.Getenv("CTXCODE_REQUIRE_DOCKER") == "1"
-}
+	"github.com/ctxcode/ctxcode/internal/testenv"
+)
 
 func skipOrFail(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if strict() {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
+	testenv.SkipOrFail(t, format, args...)
 }
 
 // flavour is a way to run the Python driver: with IPython or the stdlib path.
@@ -76,7 +69,7 @@ func flavours(t *testing.T, modules ...string) []flavour {
 	var fs []flavour
 	if p, ok := findPython(append([]string{"IPython"}, modules...)...); ok {
 		fs = append(fs, flavour{name: "ipython", python: p})
-	} else if strict() {
+	} else if testenv.Strict() {
 		t.Fatalf("no python3 with IPython %v on this machine (apt-get install python3-ipython)", modules)
 	}
 	if p, ok := findPython(modules...); ok {
@@ -507,9 +500,10 @@ func TestTailBufferKeepsHeadAndTail(t *testing.T) {
 		fmt.Fprintf(tb, "line %02d\n", i)
 	}
 	s := tb.String()
-	assert.True(t, strings.HasPrefix(s, "line 00\nli"), s)
-	assert.True(t, strings.HasSuffix(s, "line 99\n"), s)
-	assert.Contains(t, s, "bytes dropped]")
+	assert.True(t, strings.HasPrefix(s, "line 00\n... ["), "the head ends on a whole line: %q", s)
+	assert.True(t, strings.HasSuffix(s, " bytes dropped] ...\nline 97\nline 98\nline 99\n"), "the tail starts a line: %q", s)
+	assert.NotContains(t, s, "\n\n", "no blank line around the marker")
+	assert.EqualValues(t, 800-len("line 00\n")-3*len("line 00\n"), DroppedIn(s), "what the rule trimmed is counted")
 	small := &TailBuffer{max: 40}
 	fmt.Fprint(small, "short")
 	assert.Equal(t, "short", small.String())
