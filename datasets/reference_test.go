@@ -110,12 +110,7 @@ func goKernel(t *testing.T, dir string) kernel.Kernel {
 	require.NoError(t, err)
 	tr, err := kernel.NewLocal(kernel.LocalConfig{Argv: []string{exe}, Env: []string{serveGoEnv + "=1"}, DataDir: dir})
 	require.NoError(t, err)
-	k, err := kernel.Start(context.Background(), kernel.Go, tr, kernel.ClientOptions{})
-	if k != nil {
-		t.Cleanup(func() { _ = k.Close() })
-	}
-	require.NoError(t, err)
-	return k
+	return kerneltest.Start(t, kernel.Go, tr)
 }
 
 func runCell(t *testing.T, k kernel.Kernel, code string) kernel.Result {

@@ -68,12 +68,7 @@ func startLocal(t *testing.T, python string, cfg kernel.LocalConfig) kernel.Kern
 	t.Helper()
 	tr, err := kernel.NewLocalPython(python, true, cfg)
 	require.NoError(t, err)
-	k, err := kernel.Start(context.Background(), kernel.Python, tr, kernel.ClientOptions{})
-	if k != nil {
-		t.Cleanup(func() { _ = k.Close() })
-	}
-	require.NoError(t, err)
-	return k
+	return kerneltest.Start(t, kernel.Python, tr)
 }
 
 func runCell(t *testing.T, k kernel.Kernel, code string) kernel.Result {

@@ -48,7 +48,13 @@ func startPython(t testing.TB, dataDir string, noIPython bool) kernel.Kernel {
 	python := FindPython(t)
 	tr, err := kernel.NewLocalPython(python, noIPython, kernel.LocalConfig{DataDir: dataDir})
 	require.NoError(t, err)
-	k, err := kernel.Start(context.Background(), kernel.Python, tr, kernel.ClientOptions{})
+	return Start(t, kernel.Python, tr)
+}
+
+// Start starts a kernel of lang on tr, closed when the test ends.
+func Start(t testing.TB, lang kernel.Language, tr kernel.Transport) kernel.Kernel {
+	t.Helper()
+	k, err := kernel.Start(context.Background(), lang, tr, kernel.ClientOptions{})
 	if k != nil {
 		t.Cleanup(func() { _ = k.Close() })
 	}
