@@ -200,9 +200,19 @@ type BuildError struct {
 	Cell   int // 1-based
 	Line   int
 	Result kernel.Result
+	// Killed is set when the cell ended the kernel itself (it died, or
+	// was killed at its hard deadline) instead of failing in it: a
+	// *kernel.DeadError or *kernel.DeadlineError.
+	Killed error
 }
 
+// Unwrap is the kernel's error, for a cell that killed the kernel.
+func (e *BuildError) Unwrap() error { return e.Killed }
+
 func (e *BuildError) Error() string {
+	if e.Killed != nil {
+		return fmt.Sprintf("prefix %s: cell %d (line %d) killed the kernel: %v", e.Prefix, e.Cell, e.Line, e.Killed)
+	}
 	tb := ""
 	if e.Result.Error != nil {
 		tb = e.Result.Error.Traceback
@@ -214,7 +224,10 @@ func (e *BuildError) Error() string {
 }
 
 // Build runs every cell of p in k, in order, and returns them with their
-// real results. A cell that fails (error or timeout) fails the build.
+// real results. A cell that fails (error or timeout) fails the build, and
+// so does a cell that kills the kernel: both are a *BuildError, the
+// prefix's fault. Other errors (a cancelled context, a kernel lost for
+// another reason) are the machinery's.
 func Build(ctx context.Context, k kernel.Kernel, p *Prefix, opts kernel.ExecOptions) ([]session.Cell, error) {
 	if k.Language() != p.Language {
 		return nil, fmt.Errorf("prefix %s is written in %s, but the kernel runs %s: use --lang %s or another prefix", p.Name, p.Language, k.Language(), p.Language)
@@ -222,6 +235,11 @@ func Build(ctx context.Context, k kernel.Kernel, p *Prefix, opts kernel.ExecOpti
 	cells := make([]session.Cell, 0, len(p.Cells))
 	for i, c := range p.Cells {
 		res, err := k.Execute(ctx, c.Code, opts)
+		var dead *kernel.DeadError
+		var deadline *kernel.DeadlineError
+		if err != nil && ctx.Err() == nil && (errors.As(err, &dead) || errors.As(err, &deadline)) {
+			return cells, &BuildError{Prefix: p.Name, Cell: i + 1, Line: c.Line, Killed: err}
+		}
 		if err != nil {
 			return cells, fmt.Errorf("prefix %s: cell %d (line %d): %w", p.Name, i+1, c.Line, err)
 		}

@@ -43,7 +43,8 @@ type NondeterministicError struct {
 }
 
 func (e *NondeterministicError) Error() string {
-	return fmt.Sprintf("prefix %s is not deterministic: two builds differ:\n%s", e.Prefix, e.Diff)
+	return fmt.Sprintf("prefix %s is not deterministic: two builds in fresh kernels differ:\n%s\n"+
+		"(show sorted values, not sets or dicts of unknown order, times, addresses or random numbers)", e.Prefix, e.Diff)
 }
 
 // OverBudgetError is a prefix whose transcript has more tokens than allowed.
@@ -55,8 +56,8 @@ type OverBudgetError struct {
 }
 
 func (e *OverBudgetError) Error() string {
-	return fmt.Sprintf("prefix %s renders to %d tokens (%s), over the budget of %d: cut cells or outputs, or raise --max-tokens",
-		e.Prefix, e.Tokens, e.Encoding, e.Max)
+	return fmt.Sprintf("prefix %s renders to %d tokens (%s), over --max-tokens %d: show less of the data "+
+		"(fewer cells, fewer or shorter sample rows), or raise --max-tokens", e.Prefix, e.Tokens, e.Encoding, e.Max)
 }
 
 // Verify is what prefix verify checks: p builds in two fresh kernels from

@@ -87,7 +87,7 @@ func inputErrorf(format string, args ...any) error {
 // the transport's kernels are closed.
 func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transport, func(), error) {
 	noop := func() {}
-	if err := opts.check(); err != nil {
+	if err := opts.Check(); err != nil {
 		return nil, noop, err
 	}
 	if opts.Kind == KindLocal {
@@ -103,7 +103,7 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 			tr, lerr := opts.local(warn)
 			return tr, noop, lerr
 		case opts.Kind == KindAuto:
-			return nil, noop, fmt.Errorf("%w\n(cells are never run on this host unless you say so with --sandbox local)", err)
+			return nil, noop, fmt.Errorf("%w\n(cells are never run on this host unless you say so with --sandbox local, which runs them without isolation)", err)
 		}
 		return nil, noop, err
 	}
@@ -139,13 +139,14 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 	return tr, cleanup, nil
 }
 
-// check fills the defaults and refuses what cannot work, before anything
-// is connected or started.
-func (o *OpenOptions) check() error {
+// Check fills the defaults and refuses what cannot work (an *InputError),
+// before anything is connected or started; Open calls it, and a command
+// may call it as soon as its flags are parsed.
+func (o *OpenOptions) Check() error {
 	switch o.Kind {
 	case KindAuto, KindDocker, KindLocal:
 	default:
-		return inputErrorf("sandbox %q: expected docker or local", string(o.Kind))
+		return inputErrorf("--sandbox %q: expected docker or local", string(o.Kind))
 	}
 	switch o.Lang {
 	case "":
@@ -166,7 +167,9 @@ func (o *OpenOptions) check() error {
 			return inputErrorf("data folder %q is not a folder", o.DataDir)
 		}
 	}
-	if o.Kind == KindLocal && o.Lang == kernel.Python {
+	if o.Python != "" || o.Kind == KindLocal && o.Lang == kernel.Python {
+		// A named interpreter that is not there is bad input, whatever the
+		// kind: it says the user means to run on this host.
 		if _, err := o.findPython(); err != nil {
 			return err
 		}
@@ -179,7 +182,7 @@ func (o *OpenOptions) check() error {
 func (o *OpenOptions) findPython() (string, error) {
 	python, err := kernel.FindPython(o.Python)
 	if err != nil && o.Python != "" {
-		return "", &InputError{Err: err}
+		return "", inputErrorf("--python %s: no such interpreter: give the path or name of a Python 3 (e.g. python3 or /usr/bin/python3)", o.Python)
 	}
 	return python, err
 }

@@ -88,7 +88,7 @@ func TestOpenWithoutDocker(t *testing.T) {
 				var de *DaemonError
 				assert.ErrorAs(t, err, &de, "unreachable is a *DaemonError, whatever wraps it")
 				assert.Contains(t, err.Error(), tc.err)
-				note := "(cells are never run on this host unless you say so with --sandbox local)"
+				note := "(cells are never run on this host unless you say so with --sandbox local, which runs them without isolation)"
 				if tc.noteHost {
 					assert.Contains(t, err.Error(), note)
 				} else {
@@ -127,12 +127,12 @@ func TestOpenBadInput(t *testing.T) {
 		opts OpenOptions
 		err  string
 	}{
-		{"unknown kind", OpenOptions{Kind: "podman"}, `sandbox "podman": expected docker or local`},
+		{"unknown kind", OpenOptions{Kind: "podman"}, `--sandbox "podman": expected docker or local`},
 		{"unknown language", OpenOptions{Lang: "rust"}, `unknown language "rust": expected python or go`},
 		{"missing data folder", OpenOptions{DataDir: "/nonexistent/data"}, `data folder "/nonexistent/data"`},
 		{"data is a file", OpenOptions{DataDir: file}, "is not a folder"},
 		{"missing data folder, local", OpenOptions{Kind: KindLocal, DataDir: "/nonexistent/data"}, `data folder "/nonexistent/data"`},
-		{"named python missing", OpenOptions{Kind: KindLocal, Python: "/nonexistent/python3"}, `python interpreter "/nonexistent/python3" not found`},
+		{"named python missing", OpenOptions{Kind: KindLocal, Python: "/nonexistent/python3"}, "--python /nonexistent/python3: no such interpreter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, warn, err := open(t, tc.opts)

@@ -130,8 +130,7 @@ type DaemonError struct {
 }
 
 func (e *DaemonError) Error() string {
-	return fmt.Sprintf("docker daemon not reachable at %s: %v; start Docker (or set DOCKER_HOST), "+
-		"or run on this host without isolation with --sandbox local", e.Host, e.Err)
+	return fmt.Sprintf("docker daemon not reachable at %s: %v; start Docker (or set DOCKER_HOST)", e.Host, e.Err)
 }
 
 func (e *DaemonError) Unwrap() error { return e.Err }

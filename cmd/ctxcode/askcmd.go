@@ -603,7 +603,11 @@ func (r askResult) costLine() string {
 	}
 	waited := ""
 	if res.Retries > 0 {
-		waited = fmt.Sprintf(", %d retries (%.1fs waiting)", res.Retries, res.Waited.Seconds())
+		retries := "retries"
+		if res.Retries == 1 {
+			retries = "retry"
+		}
+		waited = fmt.Sprintf(", %d %s (%.1fs waiting)", res.Retries, retries, res.Waited.Seconds())
 	}
 	return fmt.Sprintf("[%d %s, %d context tokens, %d output tokens, %d cached, %.2fs (model %.2fs, kernel and prefix %.2fs)%s%s]",
 		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, res.Wall.Seconds(), res.Model.Seconds(), res.Setup.Seconds(), waited, est)

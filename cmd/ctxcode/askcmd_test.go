@@ -204,7 +204,7 @@ func TestAskRetriesAreVisible(t *testing.T) {
 	got := runCLI(t, "", "ask", "How many tasks?", "--model", "m", "--base-url", srv.URL, "--data", dir, "--sandbox", "local")
 	require.Equal(t, exitOK, got.code, got.stderr)
 	assert.Regexp(t, `ctxcode: model m: attempt 1 of \d+ failed \(429 Too Many Requests\), retrying in 1s\n`, got.stderr)
-	assert.Regexp(t, `\[1 turn, 700 context tokens, 5 output tokens, 0 cached, ([\d.]+)s \(model ([\d.]+)s, kernel and prefix ([\d.]+)s\), 1 retries \(1\.\ds waiting\)\]`, got.stdout)
+	assert.Regexp(t, `\[1 turn, 700 context tokens, 5 output tokens, 0 cached, ([\d.]+)s \(model ([\d.]+)s, kernel and prefix ([\d.]+)s\), 1 retry \(1\.\ds waiting\)\]`, got.stdout)
 	m := regexp.MustCompile(`([\d.]+)s \(model ([\d.]+)s, kernel and prefix ([\d.]+)s\)`).FindStringSubmatch(got.stdout)
 	require.Len(t, m, 4, got.stdout)
 	wall, model, setup := parseSeconds(t, m[1]), parseSeconds(t, m[2]), parseSeconds(t, m[3])

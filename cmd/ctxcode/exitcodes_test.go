@@ -56,6 +56,7 @@ func TestBadInputExitsTwoBeforeAnyKernel(t *testing.T) {
 		{"data gen: --out under a folder that takes no files", []string{"data", "gen", "--out", unwritable + "/d"}, "does not take new files"},
 		{"data gen: not empty", []string{"data", "gen", "--out", changed}, "not empty"},
 		{"tasks: no --data", []string{"tasks"}, "--data is required"},
+		{"tasks: a long flag with one dash", []string{"tasks", "-data", data}, "long flags take two dashes: --data"},
 		{"tasks: --data is a file", []string{"tasks", "--data", file}, "not a folder but a file"},
 		{"tasks: --data does not exist", []string{"tasks", "--data", missing}, "no such folder"},
 		{"tasks: not a dataset", []string{"tasks", "--data", empty}, "not a ctxcode dataset"},
@@ -134,6 +135,7 @@ func TestPrefixVerifyBadPrefixExitsTwo(t *testing.T) {
 		{"a failing cell", []string{write("fails.py", "# name: fails\n# %%\nx = 1\n# %%\n1/0\n")}, "ZeroDivisionError"},
 		{"not deterministic", []string{write("random.py", "# name: random\n# %%\nimport os\nos.urandom(8).hex()\n")}, "is not deterministic"},
 		{"over budget", []string{"pm", "--max-tokens", "10"}, "over --max-tokens 10"},
+		{"a cell that kills the kernel", []string{write("dies.py", "# name: dies\n# %%\nimport os\nos._exit(3)\n")}, "cell 1 (line 3) killed the kernel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runCLI(t, "", append([]string{"prefix", "verify", "--sandbox", "local", "--data", data}, tc.args...)...)
@@ -294,4 +296,38 @@ func TestKernelDeathExitsOne(t *testing.T) {
 			assert.Contains(t, got.stderr, "exited with status 3")
 		})
 	}
+}
+
+// TestClosedStdoutCleansUp: ctxcode writing into a pipe that was closed
+// (ctxcode exec ... | head -1) is not killed by SIGPIPE where it stands: it
+// ends, says so, and removes its kernel's folder.
+func TestClosedStdoutCleansUp(t *testing.T) {
+	requirePython(t)
+	before, err := filepath.Glob(filepath.Join(os.TempDir(), "ctxcode-kernel-*"))
+	require.NoError(t, err)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "exec", "--sandbox", "local", "--data", "../../testdata/demo", "--",
+		`print("x\n" * 100000)`, "import time; time.sleep(2)", "print('never read')")
+	cmd.Env = append(os.Environ(), "CTXCODE_TEST_CLI=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "In [1]: print(\"x\\n\" * 100000)\n", line)
+	require.NoError(t, out.Close()) // as head -1 does
+	err = cmd.Wait()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr)
+	ws := exitErr.Sys().(syscall.WaitStatus)
+	assert.False(t, ws.Signaled(), "not killed by %v", ws.Signal())
+	assert.Equal(t, exitInfra, exitErr.ExitCode(), stderr.String())
+	assert.Contains(t, stderr.String(), "broken pipe")
+	after, err := filepath.Glob(filepath.Join(os.TempDir(), "ctxcode-kernel-*"))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, before, after, "the kernel's folder is removed")
 }

@@ -62,6 +62,23 @@ func TestFlagsAfterPositionals(t *testing.T) {
 				require.NoError(t, json.Unmarshal([]byte(got.stdout), &rec), got.stdout)
 				assert.Equal(t, "executed", rec["answer_source"])
 			}},
+		{"ask: --mode, --trajectory and --max-restarts after the question",
+			append([]string{"ask"}, append(strings.Fields(task.Question), "--mode", "oneshot", "--trajectory", filepath.Join(out, "t.jsonl"), "--max-restarts", "0",
+				"--model", "reference", "--data", data, "--sandbox", "local", "--json")...), exitOK,
+			func(t *testing.T, got outcome) {
+				var rec map[string]any
+				require.NoError(t, json.Unmarshal([]byte(got.stdout), &rec), got.stdout)
+				assert.Equal(t, "oneshot", rec["mode"])
+				assert.FileExists(t, filepath.Join(out, "t.jsonl"))
+			}},
+		{"exec: --lang and --timeout after the cells", []string{"exec", "x := 41", "x + 1", "--lang", "go", "--timeout", "5s", "--sandbox", "local", "--json"}, exitOK,
+			func(t *testing.T, got outcome) { assert.Contains(t, got.stdout, `"value":"42"`) }},
+		{"exec: --timeout after the cell takes effect", []string{"exec", "import time; time.sleep(5)", "--timeout", "200ms", "--sandbox", "local", "--json"}, exitOK,
+			func(t *testing.T, got outcome) { assert.Contains(t, got.stdout, `"status":"timeout"`) }},
+		{"prefix show: --json and --protocol after the name", []string{"prefix", "show", "pm", "--data", data, "--sandbox", "local", "--protocol", "eval", "--json"}, exitOK,
+			func(t *testing.T, got outcome) { assert.Contains(t, got.stdout, `"protocol": "eval"`) }},
+		{"prefix verify: --timeout after the name takes effect", []string{"prefix", "verify", "pm", "--data", data, "--sandbox", "local", "--timeout", "1ms"}, exitUsage,
+			func(t *testing.T, got outcome) { assert.Contains(t, got.stderr, "failed with status timeout") }},
 		{"tasks: a stray argument is an error", []string{"tasks", "extra", "--data", data}, exitUsage,
 			func(t *testing.T, got outcome) { assert.Contains(t, got.stderr, `unexpected argument "extra"`) }},
 		{"data gen: a stray argument is an error", []string{"data", "gen", "more", "--out", filepath.Join(out, "d")}, exitUsage,

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,7 +30,7 @@ import (
 // process to kill.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "kernel" && os.Args[2] == "serve" || os.Getenv("CTXCODE_TEST_CLI") == "1" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := signalContext()
 		code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)

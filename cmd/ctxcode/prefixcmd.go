@@ -104,14 +104,8 @@ func runPrefix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		v, err := prefixes.Verify(ctx, start, o.prefix, prefixes.VerifyOptions{
 			MaxTokens: o.maxTokens, Encoding: session.Encoding(o.encoding), Exec: kernel.ExecOptions{Timeout: o.timeout}})
-		var ob *prefixes.OverBudgetError
-		var nd *prefixes.NondeterministicError
 		switch {
-		case errors.As(err, &ob):
-			return usagef("prefix %s renders to %d tokens (%s), over --max-tokens %d: show less of the data (fewer or shorter sample rows), or raise --max-tokens", ob.Prefix, ob.Tokens, ob.Encoding, ob.Max)
-		case errors.As(err, &nd):
-			return usagef("prefix %s is not deterministic: two builds in fresh kernels differ:\n%s\n(print sorted values, not sets, dicts of unknown order, times or random numbers)", nd.Prefix, nd.Diff)
-		case prefixes.IsNotGood(err):
+		case prefixes.IsNotGood(err): // a cell failed, builds differ, over budget
 			return usagef("%v", err)
 		case err != nil:
 			return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 )
@@ -99,6 +100,9 @@ func report(ctx context.Context, err error, stderr io.Writer) int {
 	switch {
 	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return exitOK
+	case errors.Is(err, syscall.EPIPE):
+		fmt.Fprintln(stderr, "ctxcode: the output was closed before the end (broken pipe)")
+		return exitInfra
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		msg := strings.TrimPrefix(err.Error(), "interrupted")
 		msg = strings.TrimPrefix(strings.TrimSuffix(msg, ": "+context.Canceled.Error()), ": ")
@@ -153,7 +157,17 @@ func (fs *flagSet) parse(args []string, maxArgs int, what string) error {
 		fs.PrintDefaults()
 		return err
 	default:
-		return usagef("%s: %v (run \"ctxcode %s -h\" for help)", fs.Name(), err, fs.Name())
+		hint := ""
+		for _, a := range args {
+			// -data: a long flag with one dash, as Go's flag package took.
+			if len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.Contains(err.Error(), "in "+a) {
+				name, _, _ := strings.Cut(a[1:], "=")
+				if fs.Lookup(name) != nil {
+					hint = fmt.Sprintf("; long flags take two dashes: -%s", a)
+				}
+			}
+		}
+		return usagef("%s: %v%s (run \"ctxcode %s -h\" for help)", fs.Name(), err, hint, fs.Name())
 	}
 	if maxArgs >= 0 && fs.NArg() > maxArgs {
 		extra := fs.Arg(maxArgs)

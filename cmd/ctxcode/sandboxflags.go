@@ -57,16 +57,11 @@ func (s *sandboxFlags) register(fs *flagSet) {
 }
 
 func (s *sandboxFlags) check() error {
-	switch s.kind {
-	case "", "docker", "local":
-	default:
-		return usagef("--sandbox %q: expected docker or local", s.kind)
-	}
-	if s.python != "" {
-		// Named on the command line: a wrong name is bad input.
-		if _, err := kernel.FindPython(s.python); err != nil {
-			return usagef("--python %s: no such interpreter: give the path or name of a Python 3 (e.g. python3 or /usr/bin/python3)", s.python)
-		}
+	// The sandbox's own checks, now: bad input is found before any work
+	// (what this machine lacks, such as python3, is found when it starts).
+	opts := sandbox.OpenOptions{Kind: sandbox.Kind(s.kind), Python: s.python}
+	if ie := (*sandbox.InputError)(nil); errors.As(opts.Check(), &ie) {
+		return usagef("%v", ie)
 	}
 	if s.python == "" {
 		s.python = os.Getenv("CTXCODE_PYTHON")
