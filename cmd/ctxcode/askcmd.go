@@ -50,7 +50,7 @@ type askOptions struct {
 	sandbox    sandboxFlags
 	dataDir    string
 	prefixName string
-	modes      []agent.Mode
+	rungs      []rung // the conditions (or modes) each question is asked in
 	protocol   string
 	model      string
 	baseURL    string
@@ -70,7 +70,8 @@ func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
 	o := &askOptions{agent: agent.DefaultConfig()}
 	fs := newFlagSet("ask", askUsage, stderr)
 	o.sandbox.register(fs)
-	var mode string
+	var mode, condition string
+	fs.StringVar(&condition, "condition", "", "the rung of the ladder: A (read and bash tools), B (eval tool), B0 (eval, nothing bound), D (bare loop), C (one shot); with --task all, a comma list")
 	fs.StringVar(&o.dataDir, "data", "", "data folder (default: the built-in project-management data, tier xl)")
 	fs.StringVar(&o.prefixName, "prefix", "", "prefix: a built-in name or a file (default: pm for ctxcode data, else one written by prefix init)")
 	fs.StringVar(&mode, "mode", string(agent.Loop), "loop (the bare loop, condition D) or oneshot (one code block, condition C); with --task all, a comma list")
@@ -104,20 +105,12 @@ func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
 	case o.question == "" && o.task == "":
 		return nil, usagef("ask: give a question, or --task ID for a built-in task\n\n%s", askUsage)
 	}
-	for _, m := range strings.Split(mode, ",") {
-		pm, err := agent.ParseMode(strings.TrimSpace(m))
-		if err != nil {
-			return nil, usagef("--mode: %v", err)
-		}
-		o.modes = append(o.modes, pm)
+	var err error
+	if o.rungs, err = parseRungs(condition, mode, o.protocol, fs.Changed("mode"), fs.Changed("protocol"), o.prefixName != ""); err != nil {
+		return nil, err
 	}
-	if len(o.modes) > 1 && o.task != "all" {
-		return nil, usagef("--mode: several modes only with --task all")
-	}
-	switch o.protocol {
-	case "", "bare", "eval":
-	default:
-		return nil, usagef("--protocol %q: expected bare or eval (one shot always uses the transcript protocol)", o.protocol)
+	if len(o.rungs) > 1 && o.task != "all" {
+		return nil, usagef("--mode, --condition: several modes or conditions only with --task all")
 	}
 	if _, err := session.CountTokens(session.Encoding(o.encoding), ""); err != nil {
 		return nil, usagef("--encoding: %v", err)
@@ -179,8 +172,26 @@ type askSetup struct {
 	dataDir  string
 	manifest *datasets.Manifest
 	tasks    []datasets.Task
-	prefix   *prefixes.Prefix
-	model    llm.Model
+	prefix   *prefixes.Prefix // the default one; a rung may start from another
+	language kernel.Language  // of every rung's kernel
+	rungs    []askRung
+}
+
+// askRung is a rung with its prefix (nil for none) and the model that
+// plays it.
+type askRung struct {
+	rung
+	prefix *prefixes.Prefix
+	model  llm.Model
+}
+
+// condition is the ladder's name for the rung as it runs.
+func (r askRung) condition() string {
+	name := ""
+	if r.prefix != nil {
+		name = r.prefix.Name
+	}
+	return agent.Condition(r.protocol, name)
 }
 
 func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -205,14 +216,14 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var jobs []askJob
 	switch o.task {
 	case "":
-		jobs = []askJob{{question: o.question, mode: o.modes[0]}}
+		jobs = []askJob{{question: o.question, rung: s.rungs[0]}}
 	case "all":
 		if len(s.tasks) == 0 {
 			return usagef("--task all needs a data set made by `ctxcode data gen`: %s has no built-in tasks", s.dataDir)
 		}
-		for _, m := range o.modes {
+		for _, r := range s.rungs {
 			for i := range s.tasks {
-				jobs = append(jobs, askJob{question: s.tasks[i].Question, task: &s.tasks[i], mode: m})
+				jobs = append(jobs, askJob{question: s.tasks[i].Question, task: &s.tasks[i], rung: r})
 			}
 		}
 	default:
@@ -220,18 +231,18 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
-		jobs = []askJob{{question: t.Question, task: t, mode: o.modes[0]}}
+		jobs = []askJob{{question: t.Question, task: t, rung: s.rungs[0]}}
 	}
 
 	// The wall time of a question counts from here: the kernel's start
 	// (the first question's) or restart, and the prefix build, are in it.
 	start := time.Now()
-	tr, cleanup, err := o.sandbox.transport(ctx, s.prefix.Language, s.dataDir, stderr)
+	tr, cleanup, err := o.sandbox.transport(ctx, s.language, s.dataDir, stderr)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	k, err := kernel.Start(ctx, s.prefix.Language, tr, kernel.ClientOptions{})
+	k, err := kernel.Start(ctx, s.language, tr, kernel.ClientOptions{})
 	if err != nil {
 		return err
 	}
@@ -311,7 +322,7 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 type askJob struct {
 	question string
 	task     *datasets.Task
-	mode     agent.Mode
+	rung     askRung
 }
 
 // setup finds the data, the tasks, the prefix and the model.
@@ -362,22 +373,39 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 	if o.model == "reference" && o.question != "" && !knownQuestion(s.tasks, o.question) {
 		return nil, usagef("the reference model plays only the built-in tasks, and this question is not one of them: ask one with --task ID (list them with: ctxcode tasks --data %s), or use a real model", s.dataDir)
 	}
-	if s.model, err = o.makeModel(s); err != nil {
-		return nil, err
+	for i, r := range o.rungs {
+		ar := askRung{rung: r}
+		if ar.prefix, err = prefixFor(r, s.prefix, o.prefixName != ""); err != nil {
+			return nil, err
+		}
+		lang := kernel.Python // A runs in the Python kernel, for its shell op
+		if ar.prefix != nil {
+			lang = ar.prefix.Language
+		}
+		if i > 0 && lang != s.language {
+			return nil, usagef("--condition: %s runs in the %s kernel and %s in the %s kernel; ask them in two runs", s.rungs[0].label, s.language, r.label, lang)
+		}
+		s.language = lang
+		if ar.model, err = o.makeModel(s, ar.prefix); err != nil {
+			return nil, err
+		}
+		s.rungs = append(s.rungs, ar)
 	}
 	return s, nil
 }
 
-// makeModel is the reference model or the OpenAI-compatible client.
-func (o *askOptions) makeModel(s *askSetup) (llm.Model, error) {
+// makeModel is the reference model for a rung that starts from prefix
+// (nil for none), or the OpenAI-compatible client.
+func (o *askOptions) makeModel(s *askSetup, prefix *prefixes.Prefix) (llm.Model, error) {
 	enc := session.Encoding(o.encoding)
 	if o.model == "reference" {
 		kind := datasets.PythonLoad // self-contained: loads the data itself
 		switch {
-		case s.prefix.Name == "pm":
+		case prefix == nil:
+		case prefix.Name == "pm":
 			kind = datasets.PythonPM
-		case s.prefix.Language == kernel.Go:
-			return nil, usagef("--model reference plays Python solutions; prefix %s is Go", s.prefix.Name)
+		case prefix.Language == kernel.Go:
+			return nil, usagef("--model reference plays Python solutions; prefix %s is Go", prefix.Name)
 		}
 		solutions := map[string]string{}
 		for _, t := range s.tasks {
@@ -467,11 +495,9 @@ type askResult struct {
 // ask runs one question in k, whose start (or restart) began at started.
 func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job askJob, started time.Time, traj *agent.Trajectory, stderr io.Writer) (askResult, error) {
 	cfg := o.agent
-	cfg.Protocol = job.mode.Protocol()
-	if job.mode == agent.Loop && o.protocol == "eval" {
-		cfg.Protocol = session.Eval
-	}
-	info := agent.Info{Model: s.model.Name(), Question: job.question}
+	cfg.Protocol = job.rung.protocol
+	model := job.rung.model
+	info := agent.Info{Model: model.Name(), Question: job.question}
 	if o.model != "reference" {
 		base := o.baseURL
 		if base == "" {
@@ -485,7 +511,11 @@ func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job 
 	if s.manifest != nil {
 		info.Data = s.manifest
 	}
-	res, err := agent.Run(ctx, &agent.Session{Kernel: k, Prefix: s.prefix, Started: started}, s.model, cfg, info, traj, o.progress)
+	sess := &agent.Session{Kernel: k, Prefix: job.rung.prefix, Started: started}
+	if job.rung.prefix == nil {
+		return askResult{}, usagef("--condition %s is not wired to the command line yet", job.rung.label)
+	}
+	res, err := agent.Run(ctx, sess, model, cfg, info, traj, o.progress)
 	o.progress.done()
 	if err != nil {
 		var be *prefixes.BuildError
@@ -512,7 +542,8 @@ func (r askResult) record() map[string]any {
 	u := r.res.Usage
 	rec := map[string]any{
 		"question":       r.job.question,
-		"mode":           r.job.mode,
+		"mode":           r.job.rung.mode,
+		"condition":      r.job.rung.condition(),
 		"answer":         answerValue(r.res),
 		"answer_source":  nullable(r.res.AnswerSource),
 		"status":         r.res.Status,
@@ -640,15 +671,18 @@ func printTaskLine(w io.Writer, r askResult) {
 	case g.Verdict == agent.GradeWrong:
 		verdict = "wrong"
 	}
-	fmt.Fprintf(w, "%-9s %-7s %-9s %s\n", r.job.task.ID, r.job.mode, verdict, r.costLine())
+	fmt.Fprintf(w, "%-9s %-7s %-9s %s\n", r.job.task.ID, r.job.rung.label, verdict, r.costLine())
 }
 
-// printSummary prints accuracy and cost per mode for --task all.
+// printSummary prints accuracy and cost per rung (condition or mode) for
+// --task all.
 func printSummary(w io.Writer, results []askResult, asJSON bool) error {
 	type row struct {
-		Summary  bool       `json:"summary"` // tells this line from a task's
-		Mode     agent.Mode `json:"mode"`
-		Tasks    int        `json:"tasks"`
+		Summary   bool       `json:"summary"` // tells this line from a task's
+		Label     string     `json:"-"`
+		Condition string     `json:"condition"`
+		Mode      agent.Mode `json:"mode"`
+		Tasks     int        `json:"tasks"`
 		Correct  int        `json:"correct"`
 		Accuracy float64    `json:"accuracy"`
 		// Unexecuted answers are graded but never correct in accuracy.
@@ -662,12 +696,12 @@ func printSummary(w io.Writer, results []askResult, asJSON bool) error {
 		Estimated       bool    `json:"estimated"`
 	}
 	var rows []*row
-	byMode := map[agent.Mode]*row{}
+	byLabel := map[string]*row{}
 	for _, r := range results {
-		x := byMode[r.job.mode]
+		x := byLabel[r.job.rung.label]
 		if x == nil {
-			x = &row{Summary: true, Mode: r.job.mode}
-			byMode[r.job.mode] = x
+			x = &row{Summary: true, Label: r.job.rung.label, Condition: r.job.rung.condition(), Mode: r.job.rung.mode}
+			byLabel[x.Label] = x
 			rows = append(rows, x)
 		}
 		x.Tasks++
@@ -702,15 +736,21 @@ func printSummary(w io.Writer, results []askResult, asJSON bool) error {
 			}
 		}
 	} else {
-		fmt.Fprintf(w, "%-8s %9s %9s %7s %15s %14s %9s\n", "mode", "correct", "accuracy", "turns", "context tokens", "output tokens", "wall")
+		head := "mode"
+		if len(rows) > 0 {
+			if _, ok := conditions[rows[0].Label]; ok {
+				head = "condition"
+			}
+		}
+		fmt.Fprintf(w, "%-9s %9s %9s %7s %15s %14s %9s\n", head, "correct", "accuracy", "turns", "context tokens", "output tokens", "wall")
 		for _, x := range rows {
-			fmt.Fprintf(w, "%-8s %5d/%-3d %8.0f%% %7.2f %15.0f %14.0f %8.1fs\n", x.Mode, x.Correct, x.Tasks, 100*x.Accuracy,
+			fmt.Fprintf(w, "%-9s %5d/%-3d %8.0f%% %7.2f %15.0f %14.0f %8.1fs\n", x.Label, x.Correct, x.Tasks, 100*x.Accuracy,
 				x.Turns, x.ContextTokens, x.OutputTokens, x.WallMS/1000)
 		}
 		for _, x := range rows {
 			if x.Unexecuted > 0 {
 				fmt.Fprintf(w, "%-8s %d unexecuted answer(s), %d of them right: stated in text, not computed by code, so not counted in accuracy\n",
-					x.Mode, x.Unexecuted, x.UnexecutedRight)
+					x.Label, x.Unexecuted, x.UnexecutedRight)
 			}
 		}
 		if len(rows) > 0 && rows[0].Estimated {

@@ -151,7 +151,7 @@ func TestAskUsageErrors(t *testing.T) {
 		{"nothing to ask", []string{"ask", "--model", "reference"}, "give a question, or --task ID"},
 		{"question and task", []string{"ask", "q?", "--task", "s-t1-1", "--model", "reference"}, "not both"},
 		{"bad mode", []string{"ask", "q?", "--mode", "twice", "--model", "reference"}, `unknown mode "twice"`},
-		{"several modes for one question", []string{"ask", "q?", "--mode", "loop,oneshot", "--model", "reference"}, "several modes only with --task all"},
+		{"several modes for one question", []string{"ask", "q?", "--mode", "loop,oneshot", "--model", "reference"}, "several modes or conditions only with --task all"},
 		{"no model", []string{"ask", "q?"}, "no model is configured"},
 		{"unknown task", []string{"ask", "--task", "s-t9-9", "--model", "reference", "--data", dir, "--sandbox", "local"}, `--task "s-t9-9": no such task`},
 		{"reference off script", []string{"ask", "What is the meaning of life?", "--model", "reference", "--data", dir, "--sandbox", "local"}, "plays only the built-in tasks"},
