@@ -683,8 +683,8 @@ func printSummary(w io.Writer, results []askResult, asJSON bool) error {
 		Condition string     `json:"condition"`
 		Mode      agent.Mode `json:"mode"`
 		Tasks     int        `json:"tasks"`
-		Correct  int        `json:"correct"`
-		Accuracy float64    `json:"accuracy"`
+		Correct   int        `json:"correct"`
+		Accuracy  float64    `json:"accuracy"`
 		// Unexecuted answers are graded but never correct in accuracy.
 		Unexecuted      int     `json:"unexecuted"`
 		UnexecutedRight int     `json:"unexecuted_right"`
