@@ -155,7 +155,10 @@ type Client struct {
 	closeOnce sync.Once
 }
 
-var _ Kernel = (*Client)(nil)
+var (
+	_ Kernel  = (*Client)(nil)
+	_ Sheller = (*Client)(nil)
+)
 
 // proc is one started process and the goroutine reading its responses.
 type proc struct {
@@ -286,6 +289,53 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecOptions) (Re
 		dl.Timeout, dl.Grace = opts.Timeout, c.opts.Grace
 	}
 	return res, err
+}
+
+// Shell runs one command with the kernel's shell op. See [Sheller] and
+// shell.go. What the command does (a non-zero status, a timeout) is in the
+// ShellResult; the error is non-nil when the kernel could not run it: one
+// that does not serve the op (the Go kernel) gives an error that
+// errors.Is ErrShellUnsupported and stays as it was; one that cannot start
+// /bin/sh says why and stays too; one that does not answer by the timeout +
+// grace is killed, a [*DeadlineError], as in Execute.
+func (c *Client) Shell(ctx context.Context, command string, opts ShellOptions) (ShellResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ShellResult{}, ErrClosed
+	}
+	if c.dead != nil {
+		return ShellResult{}, fmt.Errorf("%s kernel is not running (restart it): %w", c.lang, c.dead)
+	}
+	if err := ctx.Err(); err != nil {
+		return ShellResult{}, err
+	}
+	eo := ExecOptions{Timeout: opts.Timeout, MaxOutputBytes: opts.MaxOutputBytes}.withDefaults()
+	// JSON escaping can grow output sixfold, in one field.
+	c.proc.maxLine.Store(max(int64(c.opts.MaxLineBytes), 6*int64(eo.MaxOutputBytes)+1<<20))
+	req := Request{Op: OpShell, Command: command, TimeoutMS: eo.Timeout.Milliseconds(), MaxOutputBytes: eo.MaxOutputBytes}
+	res, err := c.roundTrip(ctx, req, eo.Timeout+c.opts.Grace)
+	var dl *DeadlineError
+	if errors.As(err, &dl) {
+		dl.Timeout, dl.Grace = eo.Timeout, c.opts.Grace
+	}
+	if err != nil {
+		return ShellResult{}, err
+	}
+	if res.Status == StatusError && res.Error != nil {
+		if res.Error.Name == "ProtocolError" {
+			return ShellResult{}, fmt.Errorf("%s %w; condition A's bash tool runs in the Python kernel", c.lang, ErrShellUnsupported)
+		}
+		return ShellResult{}, fmt.Errorf("%s kernel could not run the command: %s: %s", c.lang, res.Error.Name, res.Error.Value)
+	}
+	return ShellResult{
+		Output:       res.Stdout,
+		DroppedBytes: res.DroppedBytes,
+		ExitCode:     res.ExitCode,
+		Signal:       res.Signal,
+		TimedOut:     res.Status == StatusTimeout,
+		Elapsed:      time.Duration(res.ElapsedMS) * time.Millisecond,
+	}, nil
 }
 
 // roundTrip sends req and waits for its response, the process's end, the

@@ -348,7 +348,11 @@ func (k *goKernel) handle(ctx context.Context, line []byte) (res Result) {
 	case OpExec:
 		return k.exec(ctx, req)
 	case OpShell:
-		return goProtocolError(req.ID, "op \"shell\" is not supported by the Go kernel; use the Python kernel for shell commands")
+		// The Go kernel does not serve the shell op: condition A (bash in
+		// the sandbox) runs in the Python kernel, whose driver serves it.
+		// Client.Shell turns this answer into ErrShellUnsupported and the
+		// kernel goes on serving cells.
+		return goProtocolError(req.ID, "the go kernel does not serve the shell op; condition A runs in the Python kernel")
 	default:
 		return goProtocolError(req.ID, fmt.Sprintf("unknown op %q; expected %q or %q", req.Op, OpExec, OpPing))
 	}

@@ -16,8 +16,8 @@
 //	 "error":null,"answer":null,"elapsed_ms":1,"dropped_bytes":0}
 //
 // Ops are "exec" (run a cell), "ping" (answer at once; used to wait for a
-// kernel to be ready) and "shell" (run a shell command; reserved for condition
-// A's bash tool).
+// kernel to be ready) and "shell" (run a shell command for condition A's bash
+// tool; the Python kernel serves it, see [Sheller]).
 //
 // Rules every kernel keeps:
 //   - User-code failure (an exception, a soft timeout) is a [Result] with
@@ -133,6 +133,11 @@ type Result struct {
 	ElapsedMS int64           `json:"elapsed_ms"`
 	// DroppedBytes counts output cut by MaxOutputBytes.
 	DroppedBytes int64 `json:"dropped_bytes"`
+	// ExitCode and Signal say how a shell op's command ended (see
+	// shell.go): its exit status, or -1 and the name of the signal that
+	// ended it ("SIGKILL" after a timeout). A cell has neither.
+	ExitCode int    `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
 }
 
 // Answered reports whether the cell called ANSWER.

@@ -12,6 +12,7 @@ type Request struct {
 	ID             int64  `json:"id"`
 	Op             string `json:"op"`
 	Code           string `json:"code,omitempty"`
+	Command        string `json:"command,omitempty"` // the shell op's command line
 	TimeoutMS      int64  `json:"timeout_ms,omitempty"`
 	MaxOutputBytes int    `json:"max_output_bytes,omitempty"`
 }

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -39,6 +40,10 @@ type ShellResult struct {
 	TimedOut bool
 	Elapsed  time.Duration
 }
+
+// ErrShellUnsupported is what Shell's error wraps when the kernel does not
+// serve the shell op (the Go kernel): the kernel is left running.
+var ErrShellUnsupported = errors.New("kernel does not serve the shell op")
 
 // Sheller is a kernel that serves the shell op (the Python driver does;
 // the Go kernel does not). Callers find it by type assertion.
