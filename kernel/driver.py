@@ -10,6 +10,9 @@
 # CTXCODE_NO_IPYTHON=1), otherwise a standard-library equivalent. Both paths
 # share the value formatting rules, the compact tracebacks, ANSWER, the soft
 # timeout and the output caps, so they give the same text for the same cell.
+#
+# Ops: exec (a cell), ping, and shell (a /bin/sh command for condition A's bash
+# tool, outside the interpreter's namespace; see "the shell op" below).
 
 import ast
 import builtins
@@ -1160,9 +1163,6 @@ def _shell_error(rid, name, msg, elapsed=0):
 
 
 def run_shell(req):
-    import select
-    import subprocess
-
     rid = req.get("id", 0)
     command = req.get("command") or ""  # "" runs nothing, as in sh -c ''
     if not isinstance(command, str):
@@ -1170,6 +1170,19 @@ def run_shell(req):
     timeout = max(int(req.get("timeout_ms") or 30000), 1) / 1000.0
     cap = max(int(req.get("max_output_bytes") or 1 << 20), 64)
     _reap_groups()
+    # A cell may have set SIGCHLD to SIG_IGN, which reaps children unasked:
+    # the command's end could then not be seen.
+    sigchld = signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    try:
+        return _run_command(rid, command, timeout, cap)
+    finally:
+        signal.signal(signal.SIGCHLD, sigchld)
+
+
+def _run_command(rid, command, timeout, cap):
+    import select
+    import subprocess
+
     started = time.monotonic()
     r, w = os.pipe()
     try:

@@ -214,6 +214,13 @@ func TestShellLeavesNamespace(t *testing.T) {
 			assert.Equal(t, "41", got.Value, "the namespace is untouched")
 			assert.Equal(t, 2, got.Count, "shell commands are not cells: the count did not move")
 			assert.Equal(t, "{}", runOK(t, k, "_stdout").Value, "shell output is not kept as a cell's")
+
+			// Nor can a cell's signal settings change how commands end.
+			runOK(t, k, "import signal\nsignal.signal(signal.SIGCHLD, signal.SIG_IGN)")
+			res = shell(t, k, "sleep 0.5; echo done; exit 4", ShellOptions{})
+			assert.Equal(t, "done\n", res.Output)
+			assert.Equal(t, 4, res.ExitCode)
+			assert.Equal(t, "True", runOK(t, k, "signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN").Value, "the cell's setting is kept")
 		})
 	}
 }
