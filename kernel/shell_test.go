@@ -30,10 +30,18 @@ func shell(t testing.TB, k *Client, command string, opts ShellOptions) ShellResu
 	return res
 }
 
-// goneCheck is a command that prints "gone" once no process pid exists
-// (not even as a zombie) within a second, else "alive" and its state.
+// goneCheck is a command that prints "gone" once process pid has ended
+// within a second, else "alive" and its state. A zombie is alive while
+// the driver is its parent (where the driver is pid 1 of the kernel's PID
+// namespace, orphans are its to reap); another reaper's zombie is gone.
 func goneCheck(pid int) string {
-	return fmt.Sprintf(`for i in 1 2 3 4 5 6 7 8 9 10; do [ -e /proc/%[1]d ] || { echo gone; exit 0; }; sleep 0.1; done; echo alive: $(cat /proc/%[1]d/stat)`, pid)
+	return fmt.Sprintf(`for i in 1 2 3 4 5 6 7 8 9 10; do
+  [ -e /proc/%[1]d ] || { echo gone; exit 0; }
+  set -- $(cat /proc/%[1]d/stat 2>/dev/null)
+  [ "$3" = Z ] && [ "$4" != "$PPID" ] && { echo gone; exit 0; }
+  sleep 0.1
+done
+echo alive: $(cat /proc/%[1]d/stat)`, pid)
 }
 
 var pidLine = regexp.MustCompile(`(?m)^pid=(\d+)$`)

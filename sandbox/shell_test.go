@@ -82,7 +82,13 @@ func TestShellInContainer(t *testing.T) {
 					require.NotNil(t, m, "no %s= in %q", name, res.Output)
 					pid, err := strconv.Atoi(m[1])
 					require.NoError(t, err)
-					check := fmt.Sprintf(`for i in 1 2 3 4 5 6 7 8 9 10; do [ -e /proc/%[1]d ] || { echo gone; exit 0; }; sleep 0.1; done; echo alive: $(cat /proc/%[1]d/stat)`, pid)
+					check := fmt.Sprintf(`for i in 1 2 3 4 5 6 7 8 9 10; do
+  [ -e /proc/%[1]d ] || { echo gone; exit 0; }
+  set -- $(cat /proc/%[1]d/stat 2>/dev/null)
+  [ "$3" = Z ] && [ "$4" != "$PPID" ] && { echo gone; exit 0; }
+  sleep 0.1
+done
+echo alive: $(cat /proc/%[1]d/stat)`, pid)
 					assert.Equal(t, "gone\n", runShell(t, k, check, 10*time.Second).Output, "process %s=%d", name, pid)
 				}
 				assert.Equal(t, "2", execCell(t, k, "1 + 1", 10*time.Second).Value, "the kernel serves cells after a timed-out command")
