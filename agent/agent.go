@@ -6,7 +6,10 @@
 // the next user message, and so on until executed code calls ANSWER(value).
 // The eval loop (B, B0) is the same with one eval(code) tool. The one-shot
 // mode (C) makes one request in the transcript protocol, runs the one code
-// block of the reply once, and stops: no retry, no second call.
+// block of the reply once, and stops: no retry, no second call. The cli
+// loop (A) has no prefix: a skill document describes the files, the model
+// calls read(path, offset, limit) and bash(command) (served as cli.go
+// says), and its final message "ANSWER: <value>" is the answer, stated.
 //
 // What the loop does for the model, always disclosed in a note that begins
 // the cell's output:
@@ -25,8 +28,9 @@
 // code that ran as its argument), the note begins its output, and the
 // trajectory keeps the model's message verbatim (its call event).
 //
-// A message that is "ANSWER: <value>" in plain text ends the run too, but
-// the answer is marked unexecuted: it did not come from code that ran.
+// In B, B0, C and D, a message that is "ANSWER: <value>" in plain text
+// ends the run too, but the answer is marked unexecuted: it did not come
+// from code that ran.
 // Every answer can be graded (Result.SetGrade); an unexecuted one never
 // counts in accuracy.
 // Budgets (turns, prompt tokens) end a run with their own status, never a
@@ -40,6 +44,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -79,8 +84,8 @@ func (m Mode) Protocol() session.Protocol {
 // Config holds a run's budgets. The zero value of each field means its
 // default.
 type Config struct {
-	// Protocol is bare (D, the default) or eval (B, B0) for the loop, and
-	// transcript (C) for one shot.
+	// Protocol is bare (D, the default), eval (B, B0) or cli (A) for the
+	// loop, and transcript (C) for one shot.
 	Protocol session.Protocol
 	// MaxTurns is the most model calls in a run; default 12.
 	MaxTurns int
@@ -90,7 +95,8 @@ type Config struct {
 	// MaxOutputTokens is the model's limit per call, recorded here; the
 	// model enforces it.
 	MaxOutputTokens int
-	// CellTimeout is the soft time limit of one cell; default 30 s.
+	// CellTimeout is the soft time limit of one cell, and of one bash
+	// command in cli (its process group is killed at it); default 30 s.
 	CellTimeout time.Duration
 	// OutputBudget is how many characters of a cell's output the model
 	// reads; default session.DefaultBudget, negative for no limit.
@@ -146,7 +152,7 @@ type Status string
 
 // Statuses.
 const (
-	Answered        Status = "answered"                // an answer: executed, or stated (unexecuted)
+	Answered        Status = "answered"                // an answer: executed, stated (A), or unexecuted
 	NoAnswer        Status = "no_answer"               // the model stopped, or one shot ran without ANSWER
 	MaxTurns        Status = "max_turns"               // the turn budget ran out
 	MaxPromptTokens Status = "max_prompt_tokens"       // the prompt-token budget ran out
@@ -244,12 +250,22 @@ func (r *Result) SetGrade(correct bool, reason string) *Grade {
 	return g
 }
 
-// Session is where a run works: a kernel, the prefix and its built cells.
+// Session is where a run works: a kernel, the prefix and its built cells;
+// for condition A (the cli protocol), a kernel that serves the shell op,
+// the skill document and the data folder, and no prefix.
 type Session struct {
 	Kernel kernel.Kernel
+	// Prefix is the prefix of the bare, eval and transcript protocols; nil
+	// for cli.
 	Prefix *prefixes.Prefix
 	// Cells is the built prefix; Run builds it in Kernel when nil.
 	Cells []session.Cell
+	// Skill is the skill document of the cli protocol (condition A); Run
+	// writes it with prefixes.SkillDocument(DataDir) when empty.
+	Skill string
+	// DataDir is the host folder the kernel shows as data/: the cli
+	// protocol's read tool serves its files. Required for cli.
+	DataDir string
 	// Started is when the kernel began to start, so that Result.Wall and
 	// Result.Setup include the start; zero is when Run is called.
 	Started time.Time
@@ -271,8 +287,11 @@ type Observer interface {
 
 // Run asks model the question in s, in the mode of cfg.Protocol, and
 // returns what happened. Failures of the model, the kernel or the budgets
-// are a Result's Status; the error is for a cancelled context and a prefix
-// that does not build.
+// are a Result's Status; the error is for a cancelled context, a prefix
+// that does not build, and a session that does not fit the protocol (a
+// cli session without a kernel that serves the shell op, or without its
+// data folder; a prefix missing, or given to cli), found before anything
+// runs.
 func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info, tr *Trajectory, obs Observer) (*Result, error) {
 	cfg = cfg.withDefaults()
 	started := s.Started
@@ -280,19 +299,29 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 		started = time.Now()
 	}
 	r := &runner{s: s, model: model, cfg: cfg, tr: tr, obs: obs, res: &Result{}, started: started}
-	switch cfg.Protocol {
-	case session.Bare, session.Eval, session.TranscriptText:
-	default:
-		return nil, fmt.Errorf("protocol %s: the agent runs bare and eval loops and the transcript one shot", cfg.Protocol)
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	prefixName := ""
+	var pinfo *prefixInfo
+	var skill *skillInfo
+	if s.Prefix != nil {
+		prefixName = s.Prefix.Name
+		pi := prefixInfoOf(s.Prefix)
+		pinfo = &pi
+	} else {
+		si := skillInfoOf(s.Skill)
+		skill = &si
 	}
 	tr.Emit("run", struct {
 		Info
 		Condition string           `json:"condition"`
 		Protocol  session.Protocol `json:"protocol"`
-		Prefix    prefixInfo       `json:"prefix"`
+		Prefix    *prefixInfo      `json:"prefix,omitempty"`
+		Skill     *skillInfo       `json:"skill,omitempty"`
 		Budgets   budgets          `json:"budgets"`
-	}{info, Condition(cfg.Protocol, s.Prefix.Name), cfg.Protocol, prefixInfoOf(s.Prefix), budgetsOf(cfg)})
-	if s.Cells == nil {
+	}{info, Condition(cfg.Protocol, prefixName), cfg.Protocol, pinfo, skill, budgetsOf(cfg)})
+	if s.Cells == nil && s.Prefix != nil {
 		cells, err := prefixes.Build(ctx, s.Kernel, s.Prefix, r.execOptions())
 		if err != nil {
 			return nil, err
@@ -304,7 +333,11 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 		Cells   int   `json:"cells"`
 		SetupMS int64 `json:"setup_ms"`
 	}{len(s.Cells), r.res.Setup.Milliseconds()})
-	r.in = s.Prefix.Input(s.Cells, info.Question)
+	if s.Prefix != nil {
+		r.in = s.Prefix.Input(s.Cells, info.Question)
+	} else {
+		r.in = session.Input{Skill: s.Skill, Question: info.Question}
+	}
 	r.in.Budget = cfg.OutputBudget
 	var err error
 	if cfg.Protocol == session.TranscriptText {
@@ -349,11 +382,52 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 	return r.res, nil
 }
 
-// Condition names the condition of the ladder a run belongs to: D for the
-// bare loop, C for one shot, B for the eval loop, and B0 for the eval loop
-// over a prefix that binds nothing (a name ending in "-nobind").
+// check says whether the session fits the protocol, before anything runs;
+// for cli it writes the skill document when the session has none.
+func (r *runner) check() error {
+	s, p := r.s, r.cfg.Protocol
+	switch p {
+	case session.Bare, session.Eval, session.TranscriptText:
+		if s.Prefix == nil {
+			return fmt.Errorf("protocol %s needs a prefix; only cli (condition A) runs without one", p)
+		}
+		return nil
+	case session.CLI:
+	default:
+		return fmt.Errorf("protocol %s: the agent runs the bare, eval and cli loops and the transcript one shot", p)
+	}
+	if s.Prefix != nil {
+		return fmt.Errorf("protocol cli (condition A) runs without a prefix, but the session has prefix %s: "+
+			"leave Session.Prefix nil; the skill document describes the data", s.Prefix.Name)
+	}
+	if _, ok := s.Kernel.(kernel.Sheller); !ok || s.Kernel.Language() != kernel.Python {
+		return fmt.Errorf("condition A's bash tool needs a kernel that serves the shell op, and the %s kernel does not: "+
+			"run condition A in a Python kernel", s.Kernel.Language())
+	}
+	if s.DataDir == "" {
+		return errors.New("condition A's read tool needs the session's data folder (Session.DataDir), the folder the kernel shows as data/")
+	}
+	if st, err := os.Stat(s.DataDir); err != nil || !st.IsDir() {
+		return fmt.Errorf("condition A's data folder %s is not a folder: give the folder the kernel shows as data/", s.DataDir)
+	}
+	if strings.TrimSpace(s.Skill) == "" {
+		skill, err := prefixes.SkillDocument(s.DataDir)
+		if err != nil {
+			return fmt.Errorf("condition A's skill document: %w", err)
+		}
+		s.Skill = skill
+	}
+	return nil
+}
+
+// Condition names the condition of the ladder a run belongs to: A for the
+// cli loop, D for the bare loop, C for one shot, B for the eval loop, and
+// B0 for the eval loop over a prefix that binds nothing (a name ending in
+// "-nobind").
 func Condition(p session.Protocol, prefix string) string {
 	switch p {
+	case session.CLI:
+		return "A"
 	case session.Bare:
 		return "D"
 	case session.TranscriptText:
@@ -381,6 +455,17 @@ func prefixInfoOf(p *prefixes.Prefix) prefixInfo {
 		h.Write([]byte{0})
 	}
 	return prefixInfo{p.Name, p.Source, hex.EncodeToString(h.Sum(nil)), len(p.Cells)}
+}
+
+// skillInfo identifies condition A's skill document in the trajectory.
+type skillInfo struct {
+	SHA256 string `json:"sha256"`
+	Bytes  int    `json:"bytes"`
+}
+
+func skillInfoOf(skill string) skillInfo {
+	h := sha256.Sum256([]byte(skill))
+	return skillInfo{hex.EncodeToString(h[:]), len(skill)}
 }
 
 type budgets struct {
@@ -414,6 +499,11 @@ type runner struct {
 	lastCount int
 	// deaths counts the kernel's deaths in the run (restarted or not).
 	deaths int
+	// lastCall is the last tool call of the cli protocol served since the
+	// kernel (re)started: only serving it again is a repeat; lastCallCell
+	// is its cell's number in the run, from 1.
+	lastCall     string
+	lastCallCell int
 }
 
 func (r *runner) execOptions() kernel.ExecOptions {
@@ -522,17 +612,20 @@ func (r *runner) loop(ctx context.Context) error {
 			r.res.Err = fmt.Errorf("the model sent the same message %d times in a row", same)
 			return nil
 		}
-		if r.cfg.Protocol == session.Eval {
+		if r.cfg.Protocol == session.Eval || r.cfg.Protocol == session.CLI {
 			cut := reply.FinishReason == "length"
 			if len(reply.ToolCalls) == 0 {
 				if !cut {
-					// A message without a call ends an eval loop.
+					// A message without a call ends a tool loop.
 					r.finishText(reply.Content)
 					return nil
 				}
 				// Cut before it made its call: say so, and go on.
-				c := session.Cell{From: session.FromModel, Reply: reply.Content, Notes: []string{r.cutNote(),
-					"your message made no eval call: run code with the eval tool; to answer, call ANSWER(value) in code"}}
+				noCall := "your message made no eval call: run code with the eval tool; to answer, call ANSWER(value) in code"
+				if r.cfg.Protocol == session.CLI {
+					noCall = "your message made no tool call: use read or bash; to answer, send a final message \"ANSWER: <value>\""
+				}
+				c := session.Cell{From: session.FromModel, Reply: reply.Content, Notes: []string{r.cutNote(), noCall}}
 				if strings.TrimSpace(c.Reply) == "" {
 					c.Reply = emptyMessage
 				}
@@ -540,7 +633,13 @@ func (r *runner) loop(ctx context.Context) error {
 				continue
 			}
 			for i, call := range reply.ToolCalls {
-				done, err := r.evalCall(ctx, reply.Content, call, cut && i == len(reply.ToolCalls)-1)
+				cut := cut && i == len(reply.ToolCalls)-1
+				var done bool
+				if r.cfg.Protocol == session.CLI {
+					done, err = r.cliCall(ctx, reply.Content, call, cut)
+				} else {
+					done, err = r.evalCall(ctx, reply.Content, call, cut)
+				}
 				if err != nil || done {
 					return err
 				}
@@ -658,10 +757,10 @@ func (r *runner) restart(ctx context.Context, c session.Cell, cause error) (bool
 	}
 	r.res.Restarts++
 	r.progress("restarting the kernel")
-	r.lastCode, r.lastCount = "", 0
+	r.lastCode, r.lastCount, r.lastCall = "", 0, ""
 	note := "the kernel died (" + why + ") and was restarted"
 	err := r.s.Kernel.Restart(ctx)
-	if err == nil {
+	if err == nil && r.s.Prefix != nil {
 		_, err = prefixes.Build(ctx, r.s.Kernel, r.s.Prefix, r.execOptions())
 	}
 	r.tr.Emit("restart", struct {
@@ -678,6 +777,13 @@ func (r *runner) restart(ctx context.Context, c session.Cell, cause error) (bool
 		r.res.Status = KernelFailed
 		r.res.Err = fmt.Errorf("restart the kernel: %w", err)
 		return true, nil
+	}
+	if r.s.Prefix == nil {
+		// cli: no prefix to build again, and no state between bash calls
+		// but the files under /tmp, which a new sandbox does not have.
+		c.Notes = append(c.Notes, note+"; files written under /tmp may be gone: write them again if you need them")
+		r.add(c, 0)
+		return false, nil
 	}
 	note += fmt.Sprintf("; the prefix ran again (%d cells), so what it bound is back", len(r.s.Prefix.Cells))
 	if names := r.boundNames(ctx); names != "" {
@@ -704,23 +810,48 @@ func (r *runner) boundNames(ctx context.Context) string {
 }
 
 // add appends a cell to the run and writes its event.
-func (r *runner) add(c session.Cell, repeatOf int) {
+func (r *runner) add(c session.Cell, repeatOf int) { r.addCell(c, repeatOf, nil) }
+
+// addShell appends a cell that ran a bash command and writes its event,
+// with how the command ended.
+func (r *runner) addShell(c session.Cell, sh *kernel.ShellResult) { r.addCell(c, 0, sh) }
+
+func (r *runner) addCell(c session.Cell, repeatOf int, sh *kernel.ShellResult) {
 	r.in.New = append(r.in.New, c)
-	lang := r.in.Transcript.Language
+	output := c.Output(r.in.Transcript.Language, r.cfg.OutputBudget)
+	var tool, args string
+	if r.cfg.Protocol == session.CLI {
+		output = session.CLIOutput(c, r.cfg.OutputBudget)
+		if c.Call != nil {
+			tool, args = c.Call.Name, c.Call.Arguments
+		}
+	}
+	var exit *int
+	var signal string
+	var timedOut bool
+	if sh != nil {
+		exit, signal, timedOut = &sh.ExitCode, sh.Signal, sh.TimedOut
+	}
 	r.tr.Emit("cell", struct {
 		Turn         int             `json:"turn"`
 		Count        int             `json:"count,omitempty"`
+		Tool         string          `json:"tool,omitempty"`      // cli: the tool called
+		Arguments    string          `json:"arguments,omitempty"` // cli: its arguments, as they came
 		Code         string          `json:"code"`
 		Reply        string          `json:"reply,omitempty"`
 		Notes        []string        `json:"notes,omitempty"`
+		After        []string        `json:"after,omitempty"`
 		RepeatOf     int             `json:"repeat_of,omitempty"`
 		Status       kernel.Status   `json:"status,omitempty"`
+		ExitCode     *int            `json:"exit_code,omitempty"` // bash: the command's exit status
+		Signal       string          `json:"signal,omitempty"`
+		TimedOut     bool            `json:"timed_out,omitempty"`
 		Output       string          `json:"output"`
 		DroppedBytes int64           `json:"dropped_bytes,omitempty"`
 		ElapsedMS    int64           `json:"elapsed_ms"`
 		Answer       json.RawMessage `json:"answer,omitempty"`
-	}{r.res.Turns, c.Result.Count, c.Code, c.Reply, c.Notes, repeatOf, c.Result.Status, c.Output(lang, r.cfg.OutputBudget),
-		c.Result.DroppedBytes, c.Result.ElapsedMS, c.Result.Answer})
+	}{r.res.Turns, c.Result.Count, tool, args, c.Code, c.Reply, c.Notes, c.After, repeatOf, c.Result.Status,
+		exit, signal, timedOut, output, c.Result.DroppedBytes, c.Result.ElapsedMS, c.Result.Answer})
 }
 
 func (r *runner) answer(value, source string) {
@@ -731,8 +862,19 @@ func (r *runner) answer(value, source string) {
 	}{value, source})
 }
 
-// finishText ends a run on a message without code: a stated answer, or none.
+// finishText ends a run on a message without code: an answer in text, or
+// none. In the cli protocol (condition A) the final message is the
+// protocol's own way to answer, and its answer is stated; elsewhere the
+// answer did not come from code that ran, and is unexecuted.
 func (r *runner) finishText(text string) {
+	if r.cfg.Protocol == session.CLI {
+		if v, ok := statedAnswer(text); ok {
+			r.answer(v, Stated)
+			return
+		}
+		r.res.Status = NoAnswer
+		return
+	}
 	if v, ok := textAnswer(text); ok {
 		r.answer(v, Unexecuted)
 		return
@@ -795,7 +937,11 @@ func (r *runner) cutNote() string {
 	if r.cfg.MaxOutputTokens > 0 {
 		limit = fmt.Sprintf(" of %d", r.cfg.MaxOutputTokens)
 	}
-	return "your message was cut at the output-token limit" + limit + "; what arrived ran as it is: send shorter cells"
+	shorter := "send shorter cells"
+	if r.cfg.Protocol == session.CLI {
+		shorter = "send shorter commands"
+	}
+	return "your message was cut at the output-token limit" + limit + "; what arrived ran as it is: " + shorter
 }
 
 func looksLikeProse(code string) bool {

@@ -28,13 +28,19 @@ const ReferenceName = "reference"
 //     counting from 1 the tool calls after the stable part (the prefix's
 //     calls have ids of their own);
 //   - transcript: the solution in one ```python block;
-//   - cli: plain text saying it plays bare, eval and transcript only.
+//   - cli (condition A): one bash tool call, id "ref_<n>" as in eval, that
+//     runs the solution with python3 -c (CLICommand), an ANSWER shim that
+//     prints "ANSWER: <json>" before it; then, once the request holds that
+//     call's result, the final message: the last "ANSWER: " line of the
+//     result, copied. The solutions must then load the data themselves
+//     (datasets.PythonLoad): plain python3 has no prefix.
 //
 // When an assistant message of the request already holds the solution
 // (as content or as an eval call), it says in plain text that the solution
-// already ran and it has nothing more; when the question is not a built-in
-// one, it says so in plain text. Plain-text replies carry no code: in the
-// bare protocol the harness runs them as a cell like any other message.
+// already ran and it has nothing more (in cli: when the bash call's result
+// holds no ANSWER line); when the question is not a built-in one, it says
+// so in plain text. Plain-text replies carry no code: in the bare protocol
+// the harness runs them as a cell like any other message.
 //
 // Usage is estimated with the tokenizer (Estimated is true); Attempts is 1.
 type Reference struct {
@@ -74,9 +80,8 @@ func (r *Reference) Name() string { return ReferenceName }
 
 // The plain-text replies.
 const (
-	referenceCLIText = "The reference model plays the bare, eval and transcript protocols only, not cli (condition A): " +
-		"run condition A with a real model."
-	referenceUnknownText = "The reference model knows only the built-in tasks (`ctxcode tasks --data DIR` lists them), " +
+	referenceCLINoAnswerText = "The reference solution ran, but its output holds no ANSWER line; the reference model has nothing more to add."
+	referenceUnknownText     = "The reference model knows only the built-in tasks (`ctxcode tasks --data DIR` lists them), " +
 		"and this question is not one of them."
 	referencePlayedText = "The reference solution already ran; the reference model has nothing more to add."
 )
@@ -94,8 +99,6 @@ func (r *Reference) Complete(ctx context.Context, req session.Request) (Reply, e
 	reply := Reply{FinishReason: "stop", Attempts: 1, RequestTokens: prompt}
 	code, known := r.find(req)
 	switch {
-	case req.Protocol == session.CLI:
-		reply.Content = referenceCLIText
 	case !known:
 		reply.Content = referenceUnknownText
 	case played(req, code):
@@ -111,9 +114,24 @@ func (r *Reference) Complete(ctx context.Context, req session.Request) (Reply, e
 		reply.FinishReason = "tool_calls"
 	case req.Protocol == session.TranscriptText:
 		reply.Content = "```python\n" + strings.TrimRight(code, "\n") + "\n```"
+	case req.Protocol == session.CLI:
+		command := CLICommand(code)
+		if result, ran := bashResult(req, command); ran {
+			reply.Content = referenceCLINoAnswerText
+			if line, ok := answerLine(result); ok {
+				reply.Content = line
+			}
+			break
+		}
+		args, err := jsonArguments(map[string]string{"command": command})
+		if err != nil {
+			return Reply{}, err
+		}
+		reply.ToolCalls = []session.ToolCall{{ID: "ref_" + strconv.Itoa(runCalls(req)+1), Name: "bash", Arguments: args}}
+		reply.FinishReason = "tool_calls"
 	default:
 		reply.Content = "The reference model does not know the protocol " + strconv.Quote(string(req.Protocol)) +
-			": it plays bare, eval and transcript."
+			": it plays bare, eval, transcript and cli."
 	}
 	reply.Usage, err = estimate(r.enc, prompt, reply.Content, "", reply.ToolCalls)
 	if err != nil {
@@ -166,13 +184,71 @@ func question(req session.Request) (string, bool) {
 
 // codeArguments is {"code": code} as models write it: no HTML escaping.
 func codeArguments(code string) (string, error) {
+	return jsonArguments(map[string]string{"code": code})
+}
+
+// jsonArguments is a tool call's arguments as models write them: no HTML
+// escaping.
+func jsonArguments(args map[string]string) (string, error) {
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(map[string]string{"code": code}); err != nil {
+	if err := enc.Encode(args); err != nil {
 		return "", err
 	}
 	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// answerShim stands in for the kernel's ANSWER in plain python3: it prints
+// the value's JSON on a line of its own after "ANSWER: ", and ends the
+// script, as ANSWER ends a cell.
+const answerShim = "import json as _json\n" +
+	"def ANSWER(value):\n" +
+	"    print('ANSWER: ' + _json.dumps(value, ensure_ascii=False, default=str), flush=True)\n" +
+	"    raise SystemExit(0)\n"
+
+// CLICommand is the shell command by which the reference model plays a
+// solution in condition A: python3 -c with the ANSWER shim and the
+// solution, quoted for /bin/sh in single quotes (a quote inside closes the
+// quoting, is escaped with a backslash, and opens it again).
+func CLICommand(code string) string {
+	script := answerShim + strings.TrimRight(code, "\n") + "\n"
+	return "python3 -c '" + strings.ReplaceAll(script, "'", `'\''`) + "'"
+}
+
+// bashResult is the result of the request's bash call that ran command:
+// the tool message that answers it ("" when there is none yet).
+func bashResult(req session.Request, command string) (result string, ran bool) {
+	msgs := req.Messages[min(max(req.Stable, 0), len(req.Messages)):]
+	for i, m := range msgs {
+		for _, c := range m.ToolCalls {
+			var args struct {
+				Command string `json:"command"`
+			}
+			if m.Role != "assistant" || c.Name != "bash" || json.Unmarshal([]byte(c.Arguments), &args) != nil || args.Command != command {
+				continue
+			}
+			for _, t := range msgs[i+1:] {
+				if t.Role == "tool" && t.ToolCallID == c.ID {
+					return t.Content, true
+				}
+			}
+			return "", true
+		}
+	}
+	return "", false
+}
+
+// answerLine is the last line of text that begins "ANSWER: ", the way a
+// model copies an answer from a command's output.
+func answerLine(text string) (string, bool) {
+	lines := strings.Split(text, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "ANSWER: ") {
+			return l, true
+		}
+	}
+	return "", false
 }
 
 // runCalls counts the tool calls of this run: those after the stable part.

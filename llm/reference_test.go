@@ -3,14 +3,21 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcode/ctxcode/internal/testenv"
+	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/session"
 )
+
+func kernelResult(stdout string) kernel.Result {
+	return kernel.Result{Status: kernel.StatusOK, Stdout: stdout}
+}
 
 const (
 	overdueQ    = "How many tasks are overdue?"
@@ -48,7 +55,7 @@ func TestReferenceProtocols(t *testing.T) {
 		{session.Bare, overdueCode, nil, "stop"},
 		{session.Eval, "", []session.ToolCall{{ID: "ref_1", Name: "eval", Arguments: args}}, "tool_calls"},
 		{session.TranscriptText, "```python\nn = sum(1 for t in tasks if t['due'] < today)\nANSWER(n)\n```", nil, "stop"},
-		{session.CLI, referenceCLIText, nil, "stop"},
+		{session.CLI, "", []session.ToolCall{{ID: "ref_1", Name: "bash", Arguments: bashArgs(CLICommand(overdueCode))}}, "tool_calls"},
 	}
 	m := newTestReference()
 	for _, tt := range tests {
@@ -73,11 +80,59 @@ func TestReferenceProtocols(t *testing.T) {
 	}
 }
 
-func TestReferenceCLIReplyCarriesNoCode(t *testing.T) {
-	reply, err := newTestReference().Complete(context.Background(), render(t, session.CLI, overdueQ))
-	require.NoError(t, err)
-	assert.NotContains(t, reply.Content, "ANSWER")
-	assert.Contains(t, reply.Content, "bare, eval and transcript")
+func bashArgs(command string) string {
+	args, err := jsonArguments(map[string]string{"command": command})
+	if err != nil {
+		panic(err)
+	}
+	return args
+}
+
+// TestReferenceCLI: in condition A the reference model makes one bash
+// call that runs the solution, then copies the ANSWER line of its result
+// into its final message.
+func TestReferenceCLI(t *testing.T) {
+	m := newTestReference()
+	command := CLICommand(overdueCode)
+	ran := func(output string) session.Cell {
+		return session.Cell{Code: command, From: session.FromModel,
+			Call:   &session.ToolCall{ID: "ref_1", Name: "bash", Arguments: bashArgs(command)},
+			Result: kernelResult(output), After: []string{"exit status 0"}}
+	}
+	t.Run("the call", func(t *testing.T) {
+		reply, err := m.Complete(context.Background(), render(t, session.CLI, overdueQ))
+		require.NoError(t, err)
+		require.Len(t, reply.ToolCalls, 1)
+		assert.Equal(t, "bash", reply.ToolCalls[0].Name)
+		assert.Empty(t, reply.Content)
+		assert.True(t, strings.HasPrefix(command, "python3 -c '"), command)
+	})
+	t.Run("the answer copied from the output", func(t *testing.T) {
+		reply, err := m.Complete(context.Background(), render(t, session.CLI, overdueQ, ran("checking\nANSWER: 17\n")))
+		require.NoError(t, err)
+		assert.Equal(t, "ANSWER: 17", reply.Content)
+		assert.Empty(t, reply.ToolCalls)
+		assert.Equal(t, "stop", reply.FinishReason)
+	})
+	t.Run("no answer in the output", func(t *testing.T) {
+		reply, err := m.Complete(context.Background(), render(t, session.CLI, overdueQ, ran("Traceback ...\nNameError: name 'today' is not defined\n")))
+		require.NoError(t, err)
+		assert.Equal(t, referenceCLINoAnswerText, reply.Content)
+		assert.NotContains(t, reply.Content, "ANSWER:")
+	})
+}
+
+// TestCLICommandRunsInSh runs the command the reference model sends
+// through /bin/sh and python3: quotes, backslashes and newlines of the
+// solution survive, and the shim prints the answer's JSON.
+func TestCLICommandRunsInSh(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		testenv.SkipOrFail(t, "no python3 on PATH: %v", err)
+	}
+	code := "names = ['O\\'Brien', \"it's\", 'a\\\\b', 'Équipe']\nprint('before')\nANSWER(sorted(names))\nprint('never')\n"
+	out, err := exec.Command("/bin/sh", "-c", CLICommand(code)).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "before\n"+`ANSWER: ["O'Brien", "a\\b", "it's", "Équipe"]`+"\n", string(out))
 }
 
 func TestReferenceUsageCountsTheReply(t *testing.T) {
@@ -98,7 +153,7 @@ func TestReferenceUsageCountsTheReply(t *testing.T) {
 
 func TestReferenceUnknownQuestion(t *testing.T) {
 	m := newTestReference()
-	for _, p := range []session.Protocol{session.Bare, session.Eval, session.TranscriptText} {
+	for _, p := range []session.Protocol{session.Bare, session.Eval, session.TranscriptText, session.CLI} {
 		t.Run(string(p), func(t *testing.T) {
 			reply, err := m.Complete(context.Background(), render(t, p, "Which project has the most events?"))
 			require.NoError(t, err)

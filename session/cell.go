@@ -58,6 +58,10 @@ type Cell struct {
 	// Notes are the harness's remarks on the cell (a repair it made, a
 	// restarted kernel), shown before its output, each as Note(text).
 	Notes []string
+	// After are remarks of the harness shown after the output, never cut,
+	// each as Note(text): how a bash command ended (its exit status), which
+	// lines of a file a read returned.
+	After []string
 	// Reply is the model's message exactly as it came, for the trajectory.
 	// The history holds the cell as it ran: the bare protocol replays Code,
 	// and Reply only when Code is empty (the message had no code, nothing

@@ -50,21 +50,37 @@ type ToolCall struct {
 	Arguments string `json:"arguments"` // a JSON object, as the model wrote it
 }
 
-// Tool is a function the model may call. Parameters are all strings.
+// Tool is a function the model may call.
 type Tool struct {
 	Name        string  `json:"name"`
 	Description string  `json:"description"`
 	Parameters  []Param `json:"parameters"`
 }
 
-// Param is one string parameter of a tool.
+// Param is one parameter of a tool: a string unless Type says otherwise,
+// required unless Optional.
 type Param struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
+	// Type is the JSON Schema type: "string" (the zero value) or "integer".
+	Type string `json:"type,omitempty"`
+	// Minimum is the least value of an integer parameter, when it has one.
+	Minimum *int `json:"minimum,omitempty"`
+	// Optional parameters are left out of the schema's required list.
+	Optional bool `json:"optional,omitempty"`
 }
 
-// Schema is the tool's parameters as a JSON Schema object, every parameter
-// required; the same tool always gives the same bytes.
+// TypeName is the parameter's JSON Schema type.
+func (p Param) TypeName() string {
+	if p.Type == "" {
+		return "string"
+	}
+	return p.Type
+}
+
+// Schema is the tool's parameters as a JSON Schema object: each with its
+// type and description (and minimum), the required ones listed, no other
+// property allowed. The same tool always gives the same bytes.
 func (t Tool) Schema() json.RawMessage {
 	var b bytes.Buffer
 	b.WriteString(`{"type":"object","properties":{`)
@@ -73,15 +89,25 @@ func (t Tool) Schema() json.RawMessage {
 			b.WriteByte(',')
 		}
 		b.Write(marshal(p.Name))
-		b.WriteString(`:{"type":"string","description":`)
+		b.WriteString(`:{"type":`)
+		b.Write(marshal(p.TypeName()))
+		b.WriteString(`,"description":`)
 		b.Write(marshal(p.Description))
+		if p.Minimum != nil {
+			b.WriteString(`,"minimum":` + strconv.Itoa(*p.Minimum))
+		}
 		b.WriteByte('}')
 	}
 	b.WriteString(`},"required":[`)
-	for i, p := range t.Parameters {
-		if i > 0 {
+	n := 0
+	for _, p := range t.Parameters {
+		if p.Optional {
+			continue
+		}
+		if n > 0 {
 			b.WriteByte(',')
 		}
+		n++
 		b.Write(marshal(p.Name))
 	}
 	b.WriteString(`],"additionalProperties":false}`)
@@ -142,13 +168,32 @@ func EvalTool(lang kernel.Language) Tool {
 	}
 }
 
-// CLITools are the tools of the cli protocol.
+// Defaults of the cli protocol's read tool, which the tool's description
+// states (the agent serves the tool).
+const (
+	// ReadLimit is how many lines read returns when the call gives no limit.
+	ReadLimit = 2000
+)
+
+// CLITools are the tools of the cli protocol: read(path, offset?, limit?)
+// and bash(command).
 func CLITools() []Tool {
+	one := 1
 	return []Tool{
-		{Name: "read", Description: "Read a file of the sandbox and return its text.",
-			Parameters: []Param{{Name: "path", Description: "the file's path, relative to the working directory"}}},
-		{Name: "bash", Description: "Run a bash command in the sandbox's working directory and return its output.",
-			Parameters: []Param{{Name: "command", Description: "the command line"}}},
+		{Name: "read", Description: "Read a text file of the session folder, where data/ holds the data (read-only), " +
+			"and return its lines numbered as cat -n does: the line number, a tab, the line.",
+			Parameters: []Param{
+				{Name: "path", Description: "the file's path relative to the session folder, such as data/tasks.jsonl"},
+				{Name: "offset", Type: "integer", Minimum: &one, Optional: true,
+					Description: "the number of the first line to return, counting from 1; default 1"},
+				{Name: "limit", Type: "integer", Minimum: &one, Optional: true,
+					Description: "how many lines to return; default " + strconv.Itoa(ReadLimit)},
+			}},
+		{Name: "bash", Description: "Run a command with /bin/sh -c in the session folder of the sandbox, where data/ holds the data " +
+			"(read-only; no network), and return its output (stdout and stderr together) and its exit status. " +
+			"Each call is a new shell: nothing survives between calls but files written under /tmp. " +
+			"A command still running at the time limit is killed with its process group.",
+			Parameters: []Param{{Name: "command", Description: "the command line, such as wc -l data/*.jsonl"}}},
 	}
 }
 
@@ -305,28 +350,63 @@ func renderTranscript(in Input) Request {
 	return Request{Protocol: TranscriptText, Messages: []Message{{Role: "user", Content: b.String()}}}
 }
 
+// cliRules are the rules of the cli protocol; the skill document follows
+// them in the system message.
+func cliRules(in Input) string {
+	return "You answer questions about the data in the folder data/ of a sandbox, with two tools: " +
+		"read(path, offset, limit) returns numbered lines of a file, and bash(command) runs a shell command " +
+		"and returns its output and exit status. Output longer than " + budgetText(in.Budget) +
+		" characters per call is cut in the middle. When you have the answer, reply with one final message, " +
+		"without a tool call, of the form \"ANSWER: <value>\", the value as JSON."
+}
+
 func renderCLI(in Input) Request {
-	text := "You answer questions about the data in the folder data/ of a sandbox. " +
-		"Use the tools: read(path) returns a file's text, bash(command) runs a command in the sandbox and returns its output. " +
-		"When you have the answer, reply with one final message of the form \"ANSWER: <value>\", the value as JSON."
+	text := cliRules(in)
 	if s := strings.TrimSpace(in.Skill); s != "" {
 		text += "\n\n" + s
 	}
 	msgs := []Message{{Role: "system", Content: text}, question(in.Question)}
 	for i, c := range in.New {
-		call := c.Call
-		if call == nil {
-			call = &ToolCall{ID: "cell_" + strconv.Itoa(i+1), Name: "bash", Arguments: string(marshal(map[string]string{"command": c.Code}))}
+		if c.Call == nil && strings.TrimSpace(c.Code) == "" {
+			// A message without a call (cut at the output-token limit): its
+			// text, and the harness's note as the user's reply.
+			msgs = append(msgs,
+				Message{Role: "assistant", Content: c.Reply},
+				Message{Role: "user", Content: CLIOutput(c, in.Budget)})
+			continue
 		}
+		call := cliCall(c, "cell_"+strconv.Itoa(i+1))
 		msgs = append(msgs,
-			Message{Role: "assistant", Content: c.Reply, ToolCalls: []ToolCall{*call}},
-			Message{Role: "tool", ToolCallID: call.ID, Content: c.Output(shellOutput, in.Budget)})
+			Message{Role: "assistant", Content: c.Reply, ToolCalls: []ToolCall{call}},
+			Message{Role: "tool", ToolCallID: call.ID, Content: CLIOutput(c, in.Budget)})
 	}
 	return Request{Protocol: CLI, Messages: msgs, Tools: CLITools(), Stable: 1}
 }
 
-// shellOutput renders the output of a bash call: no kernel keeps it, so a
-// cut says to print less rather than pointing to _stdout[n].
+// cliCall is a cli cell's call as the history replays it: the model's own
+// call, byte for byte ("{}" for arguments that are not JSON at all, which
+// providers refuse to replay; the cell's note says what was wrong), or a
+// bash call of the cell's code for a cell the harness made.
+func cliCall(c Cell, id string) ToolCall {
+	if c.Call == nil {
+		return ToolCall{ID: id, Name: "bash", Arguments: string(marshal(map[string]string{"command": c.Code}))}
+	}
+	call := *c.Call
+	if !json.Valid([]byte(call.Arguments)) {
+		call.Arguments = "{}"
+	}
+	return call
+}
+
+// CLIOutput is a cell's output as a tool result of the cli protocol: the
+// harness's notes, the text the tool returned within budget characters
+// (its head and tail kept; neither a shell nor a read keeps the rest, so a
+// cut says to ask for less), then the notes after it, such as a bash
+// command's exit status.
+func CLIOutput(c Cell, budget int) string { return c.Output(shellOutput, budget) }
+
+// shellOutput renders the output of a cli tool call: no kernel keeps it,
+// so a cut says to ask for less rather than pointing to _stdout[n].
 const shellOutput kernel.Language = "shell"
 
 // marshal is JSON without HTML escaping, as models write it.

@@ -297,3 +297,78 @@ func TestCutKeepsALineThatStartsTheTail(t *testing.T) {
 	out := c.Output(kernel.Python, 56)
 	assert.True(t, strings.HasSuffix(out, "\ntail line one\ntail line two"), out)
 }
+
+// TestCLIToolSchemas: read takes a required path and optional whole
+// numbers offset and limit from 1; bash a required command; nothing else.
+func TestCLIToolSchemas(t *testing.T) {
+	tools := CLITools()
+	require.Len(t, tools, 2)
+	assert.JSONEq(t, `{"type":"object","properties":{
+		"path":{"type":"string","description":"the file's path relative to the session folder, such as data/tasks.jsonl"},
+		"offset":{"type":"integer","description":"the number of the first line to return, counting from 1; default 1","minimum":1},
+		"limit":{"type":"integer","description":"how many lines to return; default 2000","minimum":1}},
+		"required":["path"],"additionalProperties":false}`, string(tools[0].Schema()))
+	assert.JSONEq(t, `{"type":"object","properties":{
+		"command":{"type":"string","description":"the command line, such as wc -l data/*.jsonl"}},
+		"required":["command"],"additionalProperties":false}`, string(tools[1].Schema()))
+	for _, tool := range tools {
+		var v any
+		require.NoError(t, json.Unmarshal(tool.Schema(), &v), "%s: the schema is JSON", tool.Name)
+		assert.Equal(t, string(tool.Schema()), string(tool.Schema()), "the same bytes every time")
+	}
+
+	// The cookbook counts each property as name:type:description.
+	prop, err := CountTokens(O200kBase, "offset:integer:"+tools[0].Parameters[1].Description)
+	require.NoError(t, err)
+	without := tools[0]
+	without.Parameters = without.Parameters[:1]
+	a, err := CountRequest(O200kBase, Request{Tools: []Tool{tools[0]}})
+	require.NoError(t, err)
+	b, err := CountRequest(O200kBase, Request{Tools: []Tool{without}})
+	require.NoError(t, err)
+	limit, err := CountTokens(O200kBase, "limit:integer:"+tools[0].Parameters[2].Description)
+	require.NoError(t, err)
+	assert.Equal(t, b+3+prop+3+limit, a)
+}
+
+// TestCLIHistory: each tool call of the run is the model's call as it came
+// and its result as the next tool message: the notes, the output within the
+// budget, then the notes after it (the exit status); a call whose
+// arguments are not JSON is replayed as {}; a message without a call is
+// replayed as text with the notes as a user message.
+func TestCLIHistory(t *testing.T) {
+	in := sampleInput("How many?")
+	in.Budget = 100
+	long := strings.Repeat("0123456789abcdefghi\n", 50)
+	read := ToolCall{ID: "c1", Name: "read", Arguments: `{"path": "data/x.jsonl"}`}
+	bash := ToolCall{ID: "c2", Name: "bash", Arguments: `{"command":"python3 -c 'print(2)'"}`}
+	broken := ToolCall{ID: "c3", Name: "bash", Arguments: `{"command": "wc -l da`}
+	in.New = []Cell{
+		{Call: &read, Reply: "Reading first.", Result: kernel.Result{Stdout: "     1\t{\"a\": 1}\n"}, From: FromModel},
+		{Call: &bash, Code: "python3 -c 'print(2)'", Result: kernel.Result{Stdout: long, Status: kernel.StatusError},
+			After: []string{"exit status 1"}, From: FromModel},
+		{Call: &broken, Notes: []string{"your message was cut at the output-token limit", `the arguments must be a JSON object {"command": "<the command line>"}`},
+			From: FromModel},
+		{Reply: "Let me", Notes: []string{"your message was cut at the output-token limit"}, From: FromModel},
+	}
+	req, err := Render(CLI, in)
+	require.NoError(t, err)
+	msgs := req.Messages[2:]
+	require.Len(t, msgs, 8)
+	assert.Equal(t, Message{Role: "assistant", Content: "Reading first.", ToolCalls: []ToolCall{read}}, msgs[0], "the call byte for byte")
+	assert.Equal(t, Message{Role: "tool", ToolCallID: "c1", Content: "     1\t{\"a\": 1}"}, msgs[1])
+	assert.Equal(t, []ToolCall{bash}, msgs[2].ToolCalls)
+	out := msgs[3].Content
+	assert.True(t, strings.HasPrefix(out, "0123456789abcdefghi\n0123456789abcdefghi\n[ctxcode: 920 characters of the printed output cut here; "+
+		"it is not kept, so show a smaller part of it]\n"), out)
+	assert.True(t, strings.HasSuffix(out, "0123456789abcdefghi\n[ctxcode: exit status 1]"), "the exit status comes last, never cut: %s", out)
+	assert.Equal(t, []ToolCall{{ID: "c3", Name: "bash", Arguments: "{}"}}, msgs[4].ToolCalls)
+	assert.Equal(t, "[ctxcode: your message was cut at the output-token limit]\n"+
+		`[ctxcode: the arguments must be a JSON object {"command": "<the command line>"}]`, msgs[5].Content)
+	assert.Equal(t, Message{Role: "assistant", Content: "Let me"}, msgs[6])
+	assert.Equal(t, Message{Role: "user", Content: "[ctxcode: your message was cut at the output-token limit]"}, msgs[7])
+	assert.Equal(t, msgs[3].Content, CLIOutput(in.New[1], 100), "CLIOutput is the tool message")
+
+	assert.Contains(t, req.Messages[0].Content, "Output longer than 100 characters per call is cut in the middle.")
+	assert.Contains(t, req.Messages[0].Content, `"ANSWER: <value>"`)
+}

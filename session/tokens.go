@@ -114,7 +114,7 @@ func CountRequest(enc Encoding, r Request) (int, error) {
 			}
 			for _, p := range t.Parameters {
 				total += tokensPerProperty
-				if err := count(p.Name + ":string:" + strings.TrimSuffix(p.Description, ".")); err != nil {
+				if err := count(p.Name + ":" + p.TypeName() + ":" + strings.TrimSuffix(p.Description, ".")); err != nil {
 					return 0, err
 				}
 			}

@@ -34,7 +34,7 @@ func Note(text string) string { return "[ctxcode: " + text + "]" }
 
 // Output is the cell's output as the model reads it in the message
 // protocols: harness notes first, then stdout, stderr, and "Out[n]: value",
-// the compact traceback, or "ANSWER: <json>". A part that does not fit
+// the compact traceback, or "ANSWER: <json>", then the notes of After. A part that does not fit
 // budget characters (DefaultBudget when budget is 0; no limit when it is
 // negative) keeps its head and tail around a note that says how much was
 // cut and where the full text lives (Out[n], _stdout[n], _stderr[n]).
@@ -58,6 +58,10 @@ func (c Cell) writeOutput(b *strings.Builder, lang kernel.Language, budget int) 
 	fit(parts, budget)
 	for _, p := range parts {
 		writeBlock(b, p.text)
+	}
+	for _, n := range c.After {
+		b.WriteString(Note(n))
+		b.WriteByte('\n')
 	}
 }
 
