@@ -513,7 +513,9 @@ func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job 
 	}
 	sess := &agent.Session{Kernel: k, Prefix: job.rung.prefix, Started: started}
 	if job.rung.prefix == nil {
-		return askResult{}, usagef("--condition %s is not wired to the command line yet", job.rung.label)
+		// A: no prefix; the skill document describes the files, and read
+		// serves them from the folder the kernel shows as data/.
+		sess.DataDir = s.dataDir
 	}
 	res, err := agent.Run(ctx, sess, model, cfg, info, traj, o.progress)
 	o.progress.done()

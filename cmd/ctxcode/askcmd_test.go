@@ -219,3 +219,31 @@ func parseSeconds(t *testing.T, s string) float64 {
 	require.NoError(t, err)
 	return f
 }
+
+// TestAskEveryCondition: --condition names each rung of the ladder; the
+// reference model answers every built-in task in each, A's answers stated
+// in its final message, the others' executed.
+func TestAskEveryCondition(t *testing.T) {
+	requirePython(t)
+	dir := pmData(t)
+	got := runCLI(t, "", "ask", "--task", "all", "--condition", "A,B,B0,D,C", "--model", "reference", "--data", dir, "--sandbox", "local", "--json")
+	require.Equal(t, exitOK, got.code, got.stderr)
+	sources := map[string]map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(got.stdout), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+		cond, _ := rec["condition"].(string)
+		if rec["summary"] == true {
+			assert.EqualValues(t, 24, rec["tasks"], cond)
+			assert.EqualValues(t, 24, rec["correct"], cond)
+			continue
+		}
+		if sources[cond] == nil {
+			sources[cond] = map[string]int{}
+		}
+		sources[cond][rec["answer_source"].(string)]++
+	}
+	assert.Equal(t, map[string]map[string]int{
+		"A": {"stated": 24}, "B": {"executed": 24}, "B0": {"executed": 24}, "D": {"executed": 24}, "C": {"executed": 24},
+	}, sources)
+}
