@@ -23,14 +23,15 @@ image: build
 # the model name from $CTXCODE_MODEL, which a local server needs), ask it
 # QUESTION about the built-in data.
 # Without one, run the offline reference model over every built-in task in
-# both modes and print accuracy and cost per mode: the harness's cost floor.
+# every condition of the ladder (A, B, B0, D, C) and print accuracy and cost
+# per condition: the harness's cost floor.
 QUESTION ?= How many tasks are blocked?
 run: setup image
 	@if [ -n "$$OPENAI_API_KEY$$OPENAI_BASE_URL" ]; then \
 	  $(BIN) ask "$(QUESTION)"; \
 	else \
-	  echo "make: no OPENAI_API_KEY or OPENAI_BASE_URL set: running the offline reference model over every built-in task"; \
-	  $(BIN) ask --model reference --task all --mode loop,oneshot; \
+	  echo "make: no OPENAI_API_KEY or OPENAI_BASE_URL set: running the offline reference model over every built-in task in every condition"; \
+	  $(BIN) ask --model reference --task all --condition A,B,B0,D,C; \
 	fi
 
 # Packages run one at a time (-p 1): the sandbox and CLI tests each make
