@@ -14,13 +14,11 @@ import (
 
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/datasets"
-	"github.com/ctxcode/ctxcode/internal/testenv"
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/kernel/kerneltest"
 	"github.com/ctxcode/ctxcode/llm"
 	"github.com/ctxcode/ctxcode/llm/llmtest"
 	"github.com/ctxcode/ctxcode/prefixes"
-	"github.com/ctxcode/ctxcode/sandbox"
 	"github.com/ctxcode/ctxcode/session"
 )
 
@@ -342,25 +340,7 @@ func TestReferenceAnswersEveryTask(t *testing.T) {
 
 // TestReferenceAnswersEveryTaskInDocker does the same in the Docker sandbox.
 func TestReferenceAnswersEveryTaskInDocker(t *testing.T) {
-	ctx := context.Background()
-	cli, err := sandbox.Connect(ctx)
-	if err != nil {
-		testenv.SkipOrFail(t, "%v", err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	if ok, err := sandbox.ImageExists(ctx, cli, sandbox.KernelImage()); err != nil || !ok {
-		testenv.SkipOrFail(t, "kernel image %s is missing (%v): build it with ctxcode sandbox build", sandbox.KernelImage(), err)
-	}
-	cfg := sandbox.DefaultConfig()
-	cfg.DataDir = pmDir
-	tr, err := sandbox.NewPython(cli, cfg)
-	require.NoError(t, err)
-	k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
-	if k != nil {
-		t.Cleanup(func() { _ = k.Close() })
-	}
-	require.NoError(t, err)
-	referenceEveryTask(t, k)
+	referenceEveryTask(t, dockerKernel(t))
 }
 
 func referenceEveryTask(t *testing.T, k kernel.Kernel) {

@@ -399,12 +399,7 @@ func dockerKernel(t *testing.T) kernel.Kernel {
 	cfg.DataDir = pmDir
 	tr, err := sandbox.NewPython(cli, cfg)
 	require.NoError(t, err)
-	k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
-	if k != nil {
-		t.Cleanup(func() { _ = k.Close() })
-	}
-	require.NoError(t, err)
-	return k
+	return kerneltest.Start(t, kernel.Python, tr)
 }
 
 func referenceCLIEveryTask(t *testing.T, k kernel.Kernel) {
