@@ -83,7 +83,14 @@ func (r *runner) cliCall(ctx context.Context, said string, call session.ToolCall
 		}
 		r.progress("read " + args.Path)
 		out, notes, after := serveRead(r.s.DataDir, args)
-		c.Result = kernel.Result{Status: kernel.StatusOK, Stdout: out}
+		// What serveRead itself left out is marked in out, as a kernel
+		// marks its cap, so a further cut says the text is not kept.
+		c.Result = kernel.Result{Status: kernel.StatusOK, Stdout: out, DroppedBytes: kernel.DroppedIn(out)}
+		if b := r.cfg.OutputBudget; b > 0 && utf8.RuneCountInString(out) > b {
+			// The session cuts the middle of these lines to the budget: the
+			// model must not read on past lines it never saw.
+			after = append(after, fmt.Sprintf("the middle of these lines is cut to the output budget of %d characters: read fewer at a time (a smaller limit) to see them all", b))
+		}
 		c.Notes, c.After = append(c.Notes, notes...), after
 		r.add(c, 0)
 		return false, nil
@@ -527,17 +534,32 @@ func pathless(err error) string {
 // emphasis around the word allowed ("**ANSWER:** 42").
 var statedRE = regexp.MustCompile(`(?m)^[ \t>*_#-]*ANSWER[*_]*[ \t]*:[*_]*[ \t]*(.*?)[ \t]*$`)
 
+// inlineStatedRE finds "ANSWER: <value>" inside a line, for a message
+// with no line that starts with it ("The answer is ANSWER: 7").
+var inlineStatedRE = regexp.MustCompile(`(?m)\bANSWER[*_]*[ \t]*:[*_]*[ \t]*(.*?)[ \t]*$`)
+
 // statedAnswer reads the answer of condition A's final message: the value
-// on its last "ANSWER:" line (or, when that line holds nothing more, the
-// text after it, a code block's fences removed), a pair of backticks or
-// of ** around it removed.
+// on its last line that starts with "ANSWER:", else after its last
+// "ANSWER:" within a line (or, when that holds nothing more, the text
+// after it, a code block's fences removed; a JSON value may run on over
+// lines), a pair of backticks or of ** around it removed.
 func statedAnswer(msg string) (string, bool) {
 	ms := statedRE.FindAllStringSubmatchIndex(msg, -1)
+	if len(ms) == 0 {
+		ms = inlineStatedRE.FindAllStringSubmatchIndex(msg, -1)
+	}
 	if len(ms) == 0 {
 		return "", false
 	}
 	m := ms[len(ms)-1]
 	v := msg[m[2]:m[3]]
+	if t := strings.TrimSpace(v); (strings.HasPrefix(t, "[") || strings.HasPrefix(t, "{")) && !json.Valid([]byte(t)) {
+		// A JSON value over several lines: read one value from here on.
+		var raw json.RawMessage
+		if json.NewDecoder(strings.NewReader(msg[m[2]:])).Decode(&raw) == nil {
+			v = string(raw)
+		}
+	}
 	if v == "" {
 		v = strings.TrimSpace(msg[m[1]:])
 		if bs := blocks(v); len(bs) == 1 {

@@ -217,6 +217,9 @@ func TestStatedAnswer(t *testing.T) {
 		{"ANSWER:", "", false},
 		{"I could not find the answer.", "", false},
 		{"I will call ANSWER(42) now.", "", false},
+		{"The answer is ANSWER: 7", "7", true},
+		{"ANSWER: [\"a\",\n \"b\"]\n", "[\"a\",\n \"b\"]", true},
+		{"ANSWER: {\"north\": 15,\n  \"south\": 32}", "{\"north\": 15,\n  \"south\": 32}", true},
 		{"", "", false},
 	}
 	for _, tt := range tests {

@@ -434,3 +434,21 @@ func referenceCLIEveryTask(t *testing.T, k kernel.Kernel) {
 	}
 	assert.Equal(t, 24, correct, "24/24 correct")
 }
+
+// TestCLIReadCutToTheBudget: a read longer than the output budget is cut
+// in the middle, and the note after it says so instead of sending the
+// model on past lines it never saw.
+func TestCLIReadCutToTheBudget(t *testing.T) {
+	srv := llmtest.NewServer(t,
+		calls(900, readCall("c1", `{"path": "data/events.jsonl"}`)),
+		llmtest.Text("ANSWER: 1", 1000, 5),
+	)
+	out := run(t, cliSession(t, pmDir), openAI(t, srv), cliConfig, "How many events?")
+	require.Equal(t, agent.Answered, out.res.Status, out.raw)
+	reqs := srv.Requests()
+	require.Len(t, reqs, 2)
+	msgs := reqs[1].Body.Messages
+	tool := msgs[len(msgs)-1].Content
+	assert.Contains(t, tool, "the middle of these lines is cut to the output budget of 2000 characters: read fewer at a time")
+	assert.Contains(t, tool, "it is not kept, so show a smaller part", "read keeps no copy to point to")
+}
