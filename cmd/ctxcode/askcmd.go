@@ -20,14 +20,20 @@ import (
 )
 
 const askUsage = `Usage:
-  ctxcode ask [--data DIR] [--prefix P] [--mode loop|oneshot] [--model M] [--task ID|all]
-              [--trajectory FILE] [--json] [flags] [QUESTION]
+  ctxcode ask [--data DIR] [--prefix P] [--condition A|B|B0|D|C | --mode loop|oneshot]
+              [--model M] [--task ID|all] [--trajectory FILE] [--json] [flags] [QUESTION]
 
 Asks a model a question about the data. The model continues a live session
-whose prefix already loaded the data: in the loop (the default) each of its
-messages runs as the next cell until executed code calls ANSWER(value); in
-one shot it writes one code block that runs once. Prints the answer, then one
-line of cost.
+whose prefix already loaded the data: in the loop (the default, condition D)
+each of its messages runs as the next cell until executed code calls
+ANSWER(value); in one shot (C) it writes one code block that runs once.
+Prints the answer, then one line of cost.
+
+--condition names a rung of the ladder whole: A, the CLI agent (no prefix: a
+skill document, and read and bash tools in the same sandbox; it answers with
+a final "ANSWER: v"); B, an eval tool over the prefix; B0, the same with a
+prefix that binds nothing (pm-nobind); D, the bare loop; C, the one shot.
+--mode and --protocol are the finer controls; they may not contradict it.
 
 Without --data, the built-in project-management data set is used (generated
 once into the cache folder, tier xl) with the pm prefix. With --data, a
@@ -35,7 +41,8 @@ folder made by "ctxcode data gen" gets pm; any other folder gets a prefix
 written on the fly by "ctxcode prefix init".
 
 --task ID asks a built-in task and grades the answer ("ctxcode tasks --data DIR"
-lists them); --task all asks every one and prints accuracy and cost per mode.
+lists them); --task all asks every one and prints accuracy and cost per mode
+or condition (several: --condition A,B,B0,D,C).
 
 Models: --model NAME is sent to the OpenAI-compatible endpoint at --base-url
 (default $OPENAI_BASE_URL, else OpenAI) with the key in $OPENAI_API_KEY; the
@@ -43,7 +50,7 @@ default name is $CTXCODE_MODEL, else gpt-4o-mini. --model reference is the
 offline model: it plays each built-in task's reference solution.
 
 Exit codes: 0 answered; 1 kernel, sandbox or model API failure; 2 bad input;
-3 no answer within the budget.
+3 no answer within the budget; 130 interrupted (what finished is printed).
 `
 
 type askOptions struct {
@@ -350,6 +357,8 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 		return nil, dataError(err)
 	}
 	switch {
+	case !needsPrefix(o.rungs):
+		// Condition A alone: no prefix, so none is loaded or written.
 	case o.prefixName != "":
 		if s.prefix, err = prefixes.Load(o.prefixName); err != nil {
 			return nil, usagef("%v", err)
@@ -642,8 +651,12 @@ func (r askResult) costLine() string {
 		}
 		waited = fmt.Sprintf(", %d %s (%.1fs waiting)", res.Retries, retries, res.Waited.Seconds())
 	}
-	return fmt.Sprintf("[%d %s, %d context tokens, %d output tokens, %d cached, %.2fs (model %.2fs, kernel and prefix %.2fs)%s%s]",
-		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, res.Wall.Seconds(), res.Model.Seconds(), res.Setup.Seconds(), waited, est)
+	setup := "kernel and prefix"
+	if r.job.rung.prefix == nil {
+		setup = "kernel" // A: no prefix to build
+	}
+	return fmt.Sprintf("[%d %s, %d context tokens, %d output tokens, %d cached, %.2fs (model %.2fs, %s %.2fs)%s%s]",
+		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, res.Wall.Seconds(), res.Model.Seconds(), setup, res.Setup.Seconds(), waited, est)
 }
 
 // exitError maps a run's status to the exit code of DESIGN.md.

@@ -229,11 +229,13 @@ func TestAskEveryCondition(t *testing.T) {
 	got := runCLI(t, "", "ask", "--task", "all", "--condition", "A,B,B0,D,C", "--model", "reference", "--data", dir, "--sandbox", "local", "--json")
 	require.Equal(t, exitOK, got.code, got.stderr)
 	sources := map[string]map[string]int{}
+	summaries := 0
 	for _, line := range strings.Split(strings.TrimSpace(got.stdout), "\n") {
 		var rec map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
 		cond, _ := rec["condition"].(string)
 		if rec["summary"] == true {
+			summaries++
 			assert.EqualValues(t, 24, rec["tasks"], cond)
 			assert.EqualValues(t, 24, rec["correct"], cond)
 			continue
@@ -246,4 +248,30 @@ func TestAskEveryCondition(t *testing.T) {
 	assert.Equal(t, map[string]map[string]int{
 		"A": {"stated": 24}, "B": {"executed": 24}, "B0": {"executed": 24}, "D": {"executed": 24}, "C": {"executed": 24},
 	}, sources)
+	assert.Equal(t, 5, summaries, "a summary row per condition")
+}
+
+// TestAskConditionCombinations: what may go with --condition does.
+func TestAskConditionCombinations(t *testing.T) {
+	requirePython(t)
+	dir := pmData(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"A with its own protocol named", []string{"--condition", "A", "--protocol", "cli"}, `"condition":"A"`},
+		{"--prefix goes to the rungs that have one", []string{"--condition", "A,B", "--prefix", "pm", "--task", "all"}, `"condition":"B"`},
+		{"B0 with a control named", []string{"--condition", "B0", "--prefix", "pm-nobind"}, `"condition":"B0"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"ask", "--model", "reference", "--data", dir, "--sandbox", "local", "--json"}, tc.args...)
+			if !strings.Contains(strings.Join(tc.args, " "), "--task") {
+				args = append(args, "--task", "s-t2-1")
+			}
+			got := runCLI(t, "", args...)
+			require.Equal(t, exitOK, got.code, got.stderr)
+			assert.Contains(t, got.stdout, tc.want)
+		})
+	}
 }

@@ -44,6 +44,11 @@ var conditions = map[string]rung{
 func parseRungs(condition, mode, protocol string, modeSet, protocolSet, prefixSet bool) ([]rung, error) {
 	switch protocol {
 	case "", "bare", "eval":
+	case "cli":
+		if condition != "" {
+			break // only A's, which --condition A says; checked below
+		}
+		return nil, usagef("--protocol cli is condition A's: ask for it with --condition A")
 	default:
 		return nil, usagef("--protocol %q: expected bare or eval (one shot always uses the transcript protocol; --condition A the read and bash tools)", protocol)
 	}
@@ -64,6 +69,7 @@ func parseRungs(condition, mode, protocol string, modeSet, protocolSet, prefixSe
 	}
 	var rungs []rung
 	seen := map[string]bool{}
+	onlyA := true
 	for _, c := range strings.Split(condition, ",") {
 		id := strings.ToUpper(strings.TrimSpace(c))
 		r, ok := conditions[id]
@@ -81,12 +87,25 @@ func parseRungs(condition, mode, protocol string, modeSet, protocolSet, prefixSe
 			return nil, usagef("--condition %s uses the %s protocol, not %s: drop --protocol (--condition names the whole rung)", id, r.protocol, protocol)
 		case protocolSet && r.mode != agent.Loop:
 			return nil, usagef("--condition %s is the one shot, which has no --protocol: drop it", id)
-		case prefixSet && r.prefix == noPrefix:
-			return nil, usagef("--condition %s runs without a prefix (a skill document describes the files): drop --prefix", id)
 		}
+		onlyA = onlyA && r.prefix == noPrefix
 		rungs = append(rungs, r)
 	}
+	if prefixSet && onlyA {
+		// With other conditions, --prefix is theirs; A never has one.
+		return nil, usagef("--condition A runs without a prefix (a skill document describes the files): drop --prefix")
+	}
 	return rungs, nil
+}
+
+// needsPrefix says whether any rung starts from a prefix.
+func needsPrefix(rungs []rung) bool {
+	for _, r := range rungs {
+		if r.prefix != noPrefix {
+			return true
+		}
+	}
+	return false
 }
 
 // prefixFor is the prefix rung r starts from, given the default one (nil
@@ -96,6 +115,12 @@ func prefixFor(r rung, def *prefixes.Prefix, named bool) (*prefixes.Prefix, erro
 	switch r.prefix {
 	case noPrefix:
 		return nil, nil
+	case defaultPrefix:
+		if named && def.BindsNothing() && r.label != string(r.mode) {
+			// B, D and C are defined over a prefix that binds: this one
+			// would make B into B0, and D and C into no rung at all.
+			return nil, usagef("--condition %s needs a prefix that binds its variables, and --prefix %s binds nothing: use --condition B0 for it, or name the prefix it is the control of", r.label, def.Name)
+		}
 	case noBindPrefix:
 		switch {
 		case def.BindsNothing():

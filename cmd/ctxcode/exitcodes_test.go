@@ -101,6 +101,8 @@ func TestBadInputExitsTwoBeforeAnyKernel(t *testing.T) {
 		{"ask: a condition and another protocol", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--condition", "D", "--protocol", "eval"}, "--condition D uses the bare protocol, not eval"},
 		{"ask: A with a prefix", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--condition", "A", "--prefix", "pm"}, "--condition A runs without a prefix"},
 		{"ask: B0 with a prefix that binds", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--condition", "B0", "--prefix", "pm"}, "--condition B0 needs a prefix that binds nothing"},
+		{"ask: B with a prefix that binds nothing", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--condition", "B", "--prefix", "pm-nobind"}, "--condition B needs a prefix that binds its variables"},
+		{"ask: the cli protocol without A", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--protocol", "cli"}, "--protocol cli is condition A's"},
 		{"ask: several conditions for one question", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--condition", "B,D"}, "only with --task all"},
 		{"ask: unknown task", []string{"ask", "--task", "s-t9-9", "--model", "reference", "--data", data}, "no such task"},
 		{"sandbox: unknown subcommand", []string{"sandbox", "frob"}, `unknown subcommand "frob"`},
