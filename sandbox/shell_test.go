@@ -70,6 +70,41 @@ func TestShellInContainer(t *testing.T) {
 				assert.Equal(t, "kept\n", res.Output, "/tmp is the place to write")
 			})
 
+			t.Run("exit status", func(t *testing.T) {
+				for cmd, want := range map[string]int{"true": 0, "exit 3": 3, "no-such-command": 127} {
+					res := runShell(t, k, cmd, 10*time.Second)
+					assert.Equal(t, want, res.ExitCode, "%q: %q", cmd, res.Output)
+				}
+				res := runShell(t, k, "echo out; echo err >&2; echo out2", 10*time.Second)
+				assert.Equal(t, "out\nerr\nout2\n", res.Output, "one stream, in order")
+			})
+
+			t.Run("flood bounded", func(t *testing.T) {
+				res := runShell(t, k, "yes | head -c 20000000", 30*time.Second)
+				assert.Equal(t, 0, res.ExitCode)
+				assert.Less(t, len(res.Output), 2<<20, "the output is capped")
+				assert.Positive(t, res.DroppedBytes)
+				assert.Equal(t, int64(20000000), int64(len(res.Output))-int64(len(kernel.DroppedLine(res.DroppedBytes))+1)+res.DroppedBytes,
+					"head, tail and what was dropped make the whole stream")
+			})
+
+			t.Run("background child killed when the command ends", func(t *testing.T) {
+				start := time.Now()
+				res := runShell(t, k, "sleep 60 & echo bg=$!", 10*time.Second)
+				assert.Less(t, time.Since(start), 3*time.Second, "the call does not wait for the child")
+				assert.Equal(t, 0, res.ExitCode)
+				m := regexp.MustCompile(`(?m)^bg=(\d+)$`).FindStringSubmatch(res.Output)
+				require.NotNil(t, m, res.Output)
+				check := fmt.Sprintf(`for i in 1 2 3 4 5 6 7 8 9 10; do
+  [ -e /proc/%[1]s ] || { echo gone; exit 0; }
+  set -- $(cat /proc/%[1]s/stat 2>/dev/null)
+  [ "$3" = Z ] && [ "$4" != "$PPID" ] && { echo gone; exit 0; }
+  sleep 0.1
+done
+echo alive`, m[1])
+				assert.Equal(t, "gone\n", runShell(t, k, check, 10*time.Second).Output)
+			})
+
 			t.Run("timeout kills the group", func(t *testing.T) {
 				cmd := `sleep 60 & echo bg=$!; sh -c 'trap "" TERM; echo pid=$$; sleep 60'`
 				start := time.Now()
