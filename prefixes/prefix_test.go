@@ -237,4 +237,11 @@ func TestSkillDocument(t *testing.T) {
 	assert.NotContains(t, doc, "ANSWER", "how to answer is the protocol's business, not the data's")
 	_, err = prefixes.SkillDocument(t.TempDir())
 	assert.ErrorContains(t, err, "no loadable file")
+
+	// A CSV shows its header as it stands, to read the sample line by.
+	csvDir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(csvDir, "sales.csv"), []byte("\ufeffregion,amount\nnorth,10\nsouth,5\n"), 0o644))
+	doc, err = prefixes.SkillDocument(csvDir)
+	require.NoError(t, err)
+	assert.Contains(t, doc, "## data/sales.csv\n\n3 lines; the first is the header: region,amount.\n\nLast line:\n\n    south,5\n")
 }

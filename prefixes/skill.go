@@ -41,7 +41,14 @@ func SkillDocument(dir string) (string, error) {
 			lines++
 		}
 		fmt.Fprintf(&b, "\n## data/%s\n\n%d lines", name, lines)
-		if len(f.fields) > 0 {
+		switch {
+		case format == "csv":
+			// The header as it stands, so the sample line below reads
+			// against it (the fields sorted would not).
+			if header, _, _ := bytes.Cut(raw, []byte("\n")); len(header) > 0 {
+				fmt.Fprintf(&b, "; the first is the header: %s", strings.TrimPrefix(strings.TrimSpace(string(header)), "\ufeff"))
+			}
+		case len(f.fields) > 0:
 			fmt.Fprintf(&b, "; fields: %s", strings.Join(f.fields, ", "))
 		}
 		b.WriteString(".\n")
