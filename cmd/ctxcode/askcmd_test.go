@@ -155,7 +155,7 @@ func TestAskUsageErrors(t *testing.T) {
 		{"no model", []string{"ask", "q?"}, "no model is configured"},
 		{"unknown task", []string{"ask", "--task", "s-t9-9", "--model", "reference", "--data", dir, "--sandbox", "local"}, `--task "s-t9-9": no such task`},
 		{"reference off script", []string{"ask", "What is the meaning of life?", "--model", "reference", "--data", dir, "--sandbox", "local"}, "plays only the built-in tasks"},
-		{"bad protocol", []string{"ask", "q?", "--protocol", "cli", "--model", "reference"}, `--protocol "cli": expected bare or eval`},
+		{"bad protocol", []string{"ask", "q?", "--protocol", "tools", "--model", "reference"}, `--protocol "tools": expected bare or eval`},
 		{"zero turns", []string{"ask", "q?", "--model", "reference", "--max-turns", "0"}, "at least one turn"},
 		{"negative restarts", []string{"ask", "q?", "--model", "reference", "--max-restarts", "-1"}, "give 0 (never restart) or more"},
 		{"no timeout", []string{"ask", "q?", "--model", "reference", "--timeout", "0s"}, "give a positive duration"},
