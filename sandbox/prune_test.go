@@ -84,14 +84,7 @@ func fakeVolume(t *testing.T, cli *client.Client, labels map[string]string) stri
 
 func volumeExists(t *testing.T, cli *client.Client, name string) bool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := cli.VolumeInspect(ctx, name)
-	if client.IsErrNotFound(err) {
-		return false
-	}
-	require.NoError(t, err)
-	return true
+	return inspected(t, func(ctx context.Context) error { _, err := cli.VolumeInspect(ctx, name); return err })
 }
 
 func TestOwnerLabels(t *testing.T) {

@@ -382,9 +382,16 @@ func orphanIDs(list []Orphan) map[string]string {
 
 func containerExists(t *testing.T, cli *client.Client, id string) bool {
 	t.Helper()
+	return inspected(t, func(ctx context.Context) error { _, err := cli.ContainerInspect(ctx, id); return err })
+}
+
+// inspected says whether the object inspect looks up exists: not found is
+// false, any other error fails the test.
+func inspected(t *testing.T, inspect func(context.Context) error) bool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := cli.ContainerInspect(ctx, id)
+	err := inspect(ctx)
 	if client.IsErrNotFound(err) {
 		return false
 	}

@@ -342,8 +342,8 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 		}
 		s.dataDir = dir
 	}
-	if st, err := os.Stat(s.dataDir); err != nil || !st.IsDir() {
-		return nil, usagef("--data %s: not a folder", s.dataDir)
+	if err := checkDataDir("--data", s.dataDir); err != nil {
+		return nil, err
 	}
 	d, m, err := datasets.Load(s.dataDir)
 	switch {
@@ -496,9 +496,8 @@ func findTask(tasks []datasets.Task, id, dir string) (*datasets.Task, error) {
 
 // askResult is one answered (or not) question.
 type askResult struct {
-	job   askJob
-	res   *agent.Result
-	grade *agent.Grade // for a built-in task
+	job askJob
+	res *agent.Result
 }
 
 // ask runs one question in k, whose start (or restart) began at started.
@@ -542,8 +541,7 @@ func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job 
 			right, reason = datasets.Grade(*job.task, res.Answer)
 		}
 		// An unexecuted answer is graded and shown, never counted in accuracy.
-		out.grade = res.SetGrade(right, reason)
-		traj.Grade(job.task.ID, job.task.Gold, out.grade)
+		traj.Grade(job.task.ID, job.task.Gold, res.SetGrade(right, reason))
 	}
 	return out, nil
 }
@@ -575,7 +573,7 @@ func (r askResult) record() map[string]any {
 	}
 	if r.job.task != nil {
 		rec["task"] = r.job.task.ID
-		g := r.grade
+		g := r.res.Grade
 		rec["correct"] = g.Accurate()
 		rec["verdict"] = g.Verdict
 		if r.res.Status == agent.Answered {
@@ -619,7 +617,7 @@ func printResult(w io.Writer, r askResult) {
 	default:
 		fmt.Fprintf(w, "no answer (%s)\n", r.res.Status)
 	}
-	if g := r.grade; g != nil {
+	if g := r.res.Grade; g != nil {
 		switch {
 		case g.Accurate():
 			fmt.Fprintf(w, "correct (task %s)\n", r.job.task.ID)
@@ -676,7 +674,7 @@ func (r askResult) exitError() error {
 
 func printTaskLine(w io.Writer, r askResult) {
 	verdict := "no answer"
-	switch g := r.grade; {
+	switch g := r.res.Grade; {
 	case g.Verdict == agent.GradeUnexecuted && g.Correct:
 		verdict = "unexecuted (right)"
 	case g.Verdict == agent.GradeUnexecuted:
@@ -720,12 +718,12 @@ func printSummary(w io.Writer, results []askResult, asJSON bool) error {
 			rows = append(rows, x)
 		}
 		x.Tasks++
-		if r.grade.Accurate() {
+		if r.res.Grade.Accurate() {
 			x.Correct++
 		}
-		if r.grade != nil && r.grade.Verdict == agent.GradeUnexecuted {
+		if r.res.Grade != nil && r.res.Grade.Verdict == agent.GradeUnexecuted {
 			x.Unexecuted++
-			if r.grade.Correct {
+			if r.res.Grade.Correct {
 				x.UnexecutedRight++
 			}
 		}

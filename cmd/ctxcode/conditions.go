@@ -116,7 +116,7 @@ func prefixFor(r rung, def *prefixes.Prefix, named bool) (*prefixes.Prefix, erro
 	case noPrefix:
 		return nil, nil
 	case defaultPrefix:
-		if named && def.BindsNothing() && r.label != string(r.mode) {
+		if _, condition := conditions[r.label]; condition && named && def.BindsNothing() {
 			// B, D and C are defined over a prefix that binds: this one
 			// would make B into B0, and D and C into no rung at all.
 			return nil, usagef("--condition %s needs a prefix that binds its variables, and --prefix %s binds nothing: use --condition B0 for it, or name the prefix it is the control of", r.label, def.Name)

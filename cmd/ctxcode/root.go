@@ -104,12 +104,13 @@ func report(ctx context.Context, err error, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ctxcode: the output was closed before the end (broken pipe)")
 		return exitInfra
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
-		msg := strings.TrimPrefix(err.Error(), "interrupted")
-		msg = strings.TrimPrefix(strings.TrimSuffix(msg, ": "+context.Canceled.Error()), ": ")
-		if msg == "" || msg == context.Canceled.Error() {
+		// "interrupted at cell 2 of 3: context canceled" says where.
+		where := strings.TrimPrefix(err.Error(), "interrupted")
+		where = strings.Trim(strings.TrimSuffix(where, context.Canceled.Error()), ": ")
+		if where == "" {
 			fmt.Fprintln(stderr, "ctxcode: interrupted")
 		} else {
-			fmt.Fprintf(stderr, "ctxcode: interrupted: %s\n", strings.TrimSpace(msg))
+			fmt.Fprintf(stderr, "ctxcode: interrupted: %s\n", where)
 		}
 		return exitInterrupted
 	case errors.As(err, &ue):
