@@ -143,10 +143,10 @@ func BenchmarkPoolAcquire(b *testing.B) {
 		defer cancel()
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
-		for len(pool.ready) < cap(pool.ready) {
+		for len(pool.warm.ready) < cap(pool.warm.ready) {
 			select {
 			case <-wctx.Done():
-				b.Fatalf("the pool did not refill: %d of %d ready", len(pool.ready), cap(pool.ready))
+				b.Fatalf("the pool did not refill: %d of %d ready", len(pool.warm.ready), cap(pool.warm.ready))
 			case <-tick.C:
 			}
 		}

@@ -15,11 +15,39 @@ import (
 // and the pool starts a replacement in the background. Close drains the
 // pool and stops what it holds.
 type Pool struct {
-	lang kernel.Language
-	tr   kernel.Transport
-	opts kernel.ClientOptions
+	warm *WarmPool[struct{}]
+}
 
-	ready    chan *kernel.Client
+// NewPool starts size kernels over tr in the background.
+func NewPool(lang kernel.Language, tr kernel.Transport, size int, opts kernel.ClientOptions) *Pool {
+	return &Pool{warm: NewWarmPool[struct{}](lang, tr, size, opts, nil)}
+}
+
+// Acquire returns a ready kernel, waiting for one if none is ready; see
+// WarmPool.Acquire.
+func (p *Pool) Acquire(ctx context.Context) (*kernel.Client, error) {
+	k, _, err := p.warm.Acquire(ctx)
+	return k, err
+}
+
+// Close stops the refilling and every kernel still in the pool.
+func (p *Pool) Close() error { return p.warm.Close() }
+
+// Prepare readies a kernel just started for the session that will take it
+// (a prefix built, say) and returns what that session needs to know of it.
+// An error drops the kernel: the pool closes it.
+type Prepare[T any] func(ctx context.Context, k *kernel.Client) (T, error)
+
+// WarmPool is a Pool whose kernels are each prepared before they are ready,
+// so that a session that takes one starts where the preparation left off:
+// a benchmark's trial takes a kernel whose prefix is already executed.
+type WarmPool[T any] struct {
+	lang    kernel.Language
+	tr      kernel.Transport
+	opts    kernel.ClientOptions
+	prepare Prepare[T]
+
+	ready    chan warm[T]
 	tokens   chan struct{} // one per kernel the pool may start
 	failures chan error
 
@@ -28,26 +56,36 @@ type Pool struct {
 	once   sync.Once
 }
 
+type warm[T any] struct {
+	k *kernel.Client
+	v T
+}
+
 // ErrPoolClosed is returned by Acquire on a closed pool.
 var ErrPoolClosed = errors.New("kernel pool is closed")
 
-// NewPool starts size kernels over tr in the background.
-func NewPool(lang kernel.Language, tr kernel.Transport, size int, opts kernel.ClientOptions) *Pool {
+// NewWarmPool starts size kernels over tr in the background, up to size at
+// a time, and runs prepare (nil: none) on each before it is ready.
+func NewWarmPool[T any](lang kernel.Language, tr kernel.Transport, size int, opts kernel.ClientOptions, prepare Prepare[T]) *WarmPool[T] {
 	size = max(size, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pool{lang: lang, tr: tr, opts: opts, cancel: cancel,
-		ready: make(chan *kernel.Client, size), tokens: make(chan struct{}, size), failures: make(chan error, 1)}
+	p := &WarmPool[T]{lang: lang, tr: tr, opts: opts, prepare: prepare, cancel: cancel,
+		ready: make(chan warm[T], size), tokens: make(chan struct{}, size), failures: make(chan error, 1)}
 	for range size {
 		p.tokens <- struct{}{}
 	}
-	p.wg.Add(1)
-	go p.fill(ctx)
+	// One filler per kernel: starts overlap, so a pool emptied at once
+	// refills in about one start's time, not size of them.
+	for range size {
+		p.wg.Add(1)
+		go p.fill(ctx)
+	}
 	return p
 }
 
-// fill starts a kernel for every token, one at a time, backing off after a
-// failure.
-func (p *Pool) fill(ctx context.Context) {
+// fill starts and prepares a kernel for every token it takes, backing off
+// after a failure.
+func (p *WarmPool[T]) fill(ctx context.Context) {
 	defer p.wg.Done()
 	backoff := 100 * time.Millisecond
 	for {
@@ -56,7 +94,7 @@ func (p *Pool) fill(ctx context.Context) {
 			return
 		case <-p.tokens:
 		}
-		k, err := kernel.Start(ctx, p.lang, p.tr, p.opts)
+		w, err := p.start(ctx)
 		if err != nil {
 			p.tokens <- struct{}{}
 			if ctx.Err() != nil {
@@ -81,57 +119,75 @@ func (p *Pool) fill(ctx context.Context) {
 		case <-p.failures:
 		default:
 		}
-		p.ready <- k // never blocks: a token was taken for it
+		p.ready <- w // never blocks: a token was taken for it
 	}
 }
 
-// Acquire returns a ready kernel, waiting for one if none is ready. The
-// caller owns it and must Close it. Each kernel is pinged before it is
-// handed out: one that died while it waited in the pool (a docker kill, a
-// prune from elsewhere) is dropped for the next. A start failure is
-// returned at once.
-func (p *Pool) Acquire(ctx context.Context) (*kernel.Client, error) {
+func (p *WarmPool[T]) start(ctx context.Context) (warm[T], error) {
+	k, err := kernel.Start(ctx, p.lang, p.tr, p.opts)
+	if err != nil {
+		return warm[T]{}, err
+	}
+	w := warm[T]{k: k}
+	if p.prepare != nil {
+		if w.v, err = p.prepare(ctx, k); err != nil {
+			_ = k.Close()
+			return warm[T]{}, err
+		}
+	}
+	return w, nil
+}
+
+// Acquire returns a ready kernel and what its preparation returned,
+// waiting for one if none is ready. The caller owns the kernel and must
+// Close it. Each kernel is pinged before it is handed out: one that died
+// while it waited in the pool (a docker kill, a prune from elsewhere) is
+// dropped for the next. A start or preparation failure is returned at
+// once.
+func (p *WarmPool[T]) Acquire(ctx context.Context) (*kernel.Client, T, error) {
 	for {
-		k, err := p.take(ctx)
+		w, err := p.take(ctx)
 		if err != nil {
-			return nil, err
+			return nil, w.v, err
 		}
-		if k.Ping(ctx, 5*time.Second) == nil {
-			return k, nil
+		if w.k.Ping(ctx, 5*time.Second) == nil {
+			return w.k, w.v, nil
 		}
-		_ = k.Close()
+		_ = w.k.Close()
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			var zero T
+			return nil, zero, err
 		}
 	}
 }
 
-func (p *Pool) take(ctx context.Context) (*kernel.Client, error) {
+func (p *WarmPool[T]) take(ctx context.Context) (warm[T], error) {
 	select {
-	case k, ok := <-p.ready:
+	case w, ok := <-p.ready:
 		if !ok {
-			return nil, ErrPoolClosed
+			return w, ErrPoolClosed
 		}
 		p.tokens <- struct{}{}
-		return k, nil
+		return w, nil
 	default:
 	}
 	select {
-	case k, ok := <-p.ready:
+	case w, ok := <-p.ready:
 		if !ok {
-			return nil, ErrPoolClosed
+			return w, ErrPoolClosed
 		}
 		p.tokens <- struct{}{}
-		return k, nil
+		return w, nil
 	case err := <-p.failures:
-		return nil, err
+		return warm[T]{}, err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return warm[T]{}, ctx.Err()
 	}
 }
 
-// Close stops the refilling and every kernel still in the pool.
-func (p *Pool) Close() error {
+// Close stops the refilling and every kernel still in the pool, waiting
+// for a start under way to end.
+func (p *WarmPool[T]) Close() error {
 	var errs []error
 	p.once.Do(func() {
 		p.cancel()
@@ -139,9 +195,9 @@ func (p *Pool) Close() error {
 		close(p.ready)
 		var mu sync.Mutex
 		var wg sync.WaitGroup
-		for k := range p.ready { // in parallel: each close waits for its container
+		for w := range p.ready { // in parallel: each close waits for its container
 			wg.Go(func() {
-				err := k.Close()
+				err := w.k.Close()
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()

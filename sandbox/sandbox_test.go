@@ -762,3 +762,64 @@ func TestContainerDefaults(t *testing.T) {
 	answer(t, k, "ANSWER(open('/sys/fs/cgroup/pids.max').read().strip() if __import__('os').path.exists('/sys/fs/cgroup/pids.max') else open('/sys/fs/cgroup/pids/pids.max').read().strip())", &pidsMax)
 	assert.Equal(t, "256", pidsMax, "the pids limit, as the kernel's cgroup sees it")
 }
+
+// A warm pool hands out kernels its Prepare has already worked in, with
+// what Prepare returned; a Prepare that fails drops its kernel (no
+// container stays) and the failure reaches Acquire.
+func TestWarmPool(t *testing.T) {
+	cli := newDockerClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	t.Run("prepared", func(t *testing.T) {
+		cfg := testConfig(t)
+		removeSessionOnCleanup(t, cli, cfg.Session)
+		tr, err := NewPython(cli, cfg)
+		require.NoError(t, err)
+		var mu sync.Mutex
+		prepared := 0
+		pool := NewWarmPool(kernel.Python, tr, 2, kernel.ClientOptions{}, func(ctx context.Context, k *kernel.Client) (string, error) {
+			res, err := k.Execute(ctx, "import os\nbound = 41 + 1\nANSWER(os.environ.get('HOSTNAME', ''))", kernel.ExecOptions{})
+			if err != nil {
+				return "", err
+			}
+			mu.Lock()
+			prepared++
+			mu.Unlock()
+			var h string
+			return h, json.Unmarshal(res.Answer, &h)
+		})
+		t.Cleanup(func() { _ = pool.Close() })
+		for i := range 3 {
+			k, host, err := pool.Acquire(ctx)
+			require.NoError(t, err, "acquire %d", i+1)
+			var got struct {
+				Bound int    `json:"bound"`
+				Host  string `json:"host"`
+			}
+			answer(t, k, "import os\nANSWER({'bound': bound, 'host': os.environ.get('HOSTNAME', '')})", &got)
+			assert.Equal(t, 42, got.Bound, "the preparation's namespace is the session's")
+			assert.Equal(t, got.Host, host, "Acquire returns what Prepare returned for this kernel")
+			require.NoError(t, k.Close())
+		}
+		require.NoError(t, pool.Close())
+		mu.Lock()
+		assert.GreaterOrEqual(t, prepared, 3)
+		mu.Unlock()
+		assert.Empty(t, describe(sessionContainers(t, cli, cfg.Session)), "containers remain after the pool and its kernels closed")
+	})
+
+	t.Run("prepare fails", func(t *testing.T) {
+		cfg := testConfig(t)
+		removeSessionOnCleanup(t, cli, cfg.Session)
+		tr, err := NewPython(cli, cfg)
+		require.NoError(t, err)
+		pool := NewWarmPool(kernel.Python, tr, 1, kernel.ClientOptions{}, func(ctx context.Context, k *kernel.Client) (int, error) {
+			return 0, errors.New("the prefix does not build")
+		})
+		_, _, err = pool.Acquire(ctx)
+		require.ErrorContains(t, err, "the prefix does not build")
+		require.NoError(t, pool.Close())
+		assert.Empty(t, describe(sessionContainers(t, cli, cfg.Session)), "a kernel whose preparation failed was left running")
+	})
+}
