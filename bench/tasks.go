@@ -1,0 +1,582 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/prefixes"
+)
+
+// UserTask is one task of a user's task file (ctxcode bench --tasks FILE).
+//
+// A task file is JSON lines: one JSON object per line, one task per object.
+// Blank lines, and lines whose first non-blank characters are "//" or "#",
+// are skipped. The fields:
+//
+//	id           required; letters, digits, '.', '_' and '-', unique in the file
+//	question     required; the question the model is asked
+//	answer_type  required; integer, number, string, set or list (see datasets.AnswerType)
+//	gold         the answer, as JSON: a whole number (integer), a number,
+//	             a string, or an array of strings or numbers (set, list)
+//	gold_code    instead of gold: code run in a fresh kernel over the prefix
+//	             that ends by calling ANSWER(value); value is the gold
+//	solution     optional: code, written against the --prefix, that ends
+//	             with ANSWER(...); what the built-in reference model plays
+//
+// A task has gold or gold_code, never both. For example:
+//
+//	# two tasks over the weather prefix
+//	{"id": "rainy", "question": "How many readings had more than 5 mm of rain?", "answer_type": "integer", "gold": 11}
+//	{"id": "cold", "question": "Which cities froze?", "answer_type": "set", "gold_code": "ANSWER(sorted(cold_cities))"}
+type UserTask struct {
+	ID         string              `json:"id"`
+	Question   string              `json:"question"`
+	AnswerType datasets.AnswerType `json:"answer_type"`
+	// Gold is the answer, in the Go type datasets.Grade expects: an int64
+	// (integer), a float64 (number), a string (string) or a []string (set,
+	// list; numbers in the file become their decimal text). It is nil
+	// when GoldCode computes it (see ResolveGold).
+	Gold     any    `json:"gold,omitempty"`
+	GoldCode string `json:"gold_code,omitempty"`
+	Solution string `json:"solution,omitempty"`
+	// Line is the task's line in the file, 1-based.
+	Line int `json:"-"`
+}
+
+// TaskFileError is a task file that cannot be used: every problem found in
+// it, each with its line. It is the user's input error (exit code 2).
+type TaskFileError struct {
+	Path     string
+	Problems []TaskProblem
+}
+
+// TaskProblem is one problem of a task file.
+type TaskProblem struct {
+	Line int // 1-based; 0 for the file as a whole
+	Msg  string
+}
+
+// maxTaskProblemsShown bounds the problems TaskFileError.Error lists.
+const maxTaskProblemsShown = 20
+
+func (e *TaskFileError) Error() string {
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i == maxTaskProblemsShown {
+			fmt.Fprintf(&b, "\nand %d more", len(e.Problems)-maxTaskProblemsShown)
+			break
+		}
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if p.Line > 0 {
+			fmt.Fprintf(&b, "%s:%d: %s", e.Path, p.Line, p.Msg)
+		} else {
+			fmt.Fprintf(&b, "%s: %s", e.Path, p.Msg)
+		}
+	}
+	return b.String()
+}
+
+// taskFields are the fields of a task line, in the order the docs give them.
+var taskFields = []string{"id", "question", "answer_type", "gold", "gold_code", "solution"}
+
+// answerTypes are the answer types a task may have.
+var answerTypes = []datasets.AnswerType{datasets.Integer, datasets.Number, datasets.String, datasets.Set, datasets.List}
+
+// taskLine is a task line as decoded, before it is checked.
+type taskLine struct {
+	ID         string          `json:"id"`
+	Question   string          `json:"question"`
+	AnswerType string          `json:"answer_type"`
+	Gold       json.RawMessage `json:"gold"`
+	GoldCode   *string         `json:"gold_code"`
+	Solution   *string         `json:"solution"`
+}
+
+const taskLineExample = `{"id": "q1", "question": "How many ...?", "answer_type": "integer", "gold": 42}`
+
+// ReadTasks reads and checks a task file (see UserTask for its format). It
+// finds every problem before it returns: a file with any is a
+// *TaskFileError listing them all with their lines, and so is a file that
+// cannot be read or holds no task. Golds are checked against their answer
+// types here; gold_code is only run by ResolveGold.
+func ReadTasks(path string) ([]UserTask, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &TaskFileError{Path: path, Problems: []TaskProblem{{Msg: fmt.Sprintf("cannot read the task file: %v", errors.Unwrap(err))}}}
+	}
+	src = bytes.TrimPrefix(src, []byte("\ufeff"))
+	var (
+		tasks    []UserTask
+		problems []TaskProblem
+		firstID  = map[string]int{}
+	)
+	for i, raw := range bytes.Split(src, []byte("\n")) {
+		n := i + 1
+		line := bytes.TrimSpace(raw)
+		if len(line) == 0 || bytes.HasPrefix(line, []byte("#")) || bytes.HasPrefix(line, []byte("//")) {
+			continue
+		}
+		t, msgs := parseTaskLine(line)
+		for _, m := range msgs {
+			problems = append(problems, TaskProblem{Line: n, Msg: m})
+		}
+		if t.ID != "" && validTaskID(t.ID) {
+			if first, ok := firstID[t.ID]; ok {
+				problems = append(problems, TaskProblem{Line: n, Msg: fmt.Sprintf("duplicate id %q: line %d has it already; give each task its own id", t.ID, first)})
+				continue
+			}
+			firstID[t.ID] = n
+		}
+		if len(msgs) == 0 {
+			t.Line = n
+			tasks = append(tasks, t)
+		}
+	}
+	if len(problems) == 0 && len(tasks) == 0 {
+		problems = append(problems, TaskProblem{Msg: "no tasks: expected one JSON object per line, such as " + taskLineExample +
+			" (blank lines and lines starting with # or // are skipped)"})
+	}
+	if len(problems) > 0 {
+		return nil, &TaskFileError{Path: path, Problems: problems}
+	}
+	return tasks, nil
+}
+
+// parseTaskLine decodes and checks one non-blank line. It returns what it
+// could read of the task and every problem of the line; the ID is set
+// whenever the line has a string id, for the duplicate check.
+func parseTaskLine(line []byte) (UserTask, []string) {
+	var (
+		tl   taskLine
+		msgs []string
+	)
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&tl)
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		if rest := bytes.TrimSpace(line[dec.InputOffset():]); len(rest) > 0 {
+			return UserTask{}, []string{fmt.Sprintf("text after the JSON object (%s): put one task on each line", clipTaskText(string(rest)))}
+		}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return UserTask{}, []string{"not JSON (the line ends inside the object): expected one JSON object per line, such as " + taskLineExample}
+	case errors.As(err, &syntax):
+		return UserTask{}, []string{fmt.Sprintf("not JSON (%v): expected one JSON object per line, such as %s", err, taskLineExample)}
+	case errors.As(err, &typeErr) && typeErr.Field == "":
+		return UserTask{}, []string{fmt.Sprintf("a JSON %s, not an object: expected one JSON object per line, such as %s", typeErr.Value, taskLineExample)}
+	}
+	badField := map[string]bool{}
+	if err != nil {
+		// The decoder reports only its first error; the line as a map
+		// gives every unknown field and every field of the wrong type.
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(line, &fields) != nil {
+			return UserTask{}, []string{fmt.Sprintf("cannot read the line (%v): expected one JSON object per line, such as %s", err, taskLineExample)}
+		}
+		var unknown []string
+		for k := range fields {
+			if !knownTaskField(k) {
+				unknown = append(unknown, strconv.Quote(k))
+			}
+		}
+		sort.Strings(unknown)
+		if len(unknown) == 1 {
+			msgs = append(msgs, fmt.Sprintf("unknown field %s: the fields are %s", unknown[0], strings.Join(taskFields, ", ")))
+		} else if len(unknown) > 1 {
+			msgs = append(msgs, fmt.Sprintf("unknown fields %s: the fields are %s", strings.Join(unknown, ", "), strings.Join(taskFields, ", ")))
+		}
+		for _, k := range []string{"id", "question", "answer_type", "gold_code", "solution"} {
+			v, ok := fields[k]
+			if !ok || string(v) == "null" {
+				continue
+			}
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				msgs = append(msgs, fmt.Sprintf("field %s is %s, not a string: write it in double quotes", k, jsonKindOf(v)))
+				badField[k] = true
+			}
+		}
+	}
+	t := UserTask{ID: tl.ID, Question: tl.Question, AnswerType: datasets.AnswerType(tl.AnswerType)}
+	switch {
+	case badField["id"]:
+	case strings.TrimSpace(tl.ID) == "":
+		msgs = append(msgs, `missing id: give the task an "id", such as "q1"`)
+	case !validTaskID(tl.ID):
+		msgs = append(msgs, fmt.Sprintf("id %q is not a plain name: use letters, digits, '.', '_' and '-', not starting with '.', at most %d characters (the id names the task in the run directory's files)", clipTaskText(tl.ID), maxTaskIDLen))
+	}
+	if !badField["question"] && strings.TrimSpace(tl.Question) == "" {
+		msgs = append(msgs, `missing question: give the task a "question", the text the model is asked`)
+	}
+	typeOK := false
+	switch {
+	case badField["answer_type"]:
+	case tl.AnswerType == "":
+		msgs = append(msgs, `missing answer_type: give one of `+answerTypeList())
+	case !knownAnswerType(t.AnswerType):
+		msgs = append(msgs, fmt.Sprintf("unknown answer_type %q: expected one of %s", clipTaskText(tl.AnswerType), answerTypeList()))
+	default:
+		typeOK = true
+	}
+	hasGold := tl.Gold != nil
+	hasCode := tl.GoldCode != nil && !badField["gold_code"]
+	switch {
+	case hasGold && hasCode:
+		msgs = append(msgs, "both gold and gold_code: give the answer as gold, or the code that computes it as gold_code, not both")
+	case !hasGold && !hasCode && !badField["gold_code"]:
+		msgs = append(msgs, `neither gold nor gold_code: give the answer as "gold", or code that ends with ANSWER(value) as "gold_code"`)
+	case hasGold && string(tl.Gold) == "null":
+		msgs = append(msgs, `gold is null: give the answer, or code that computes it as "gold_code"`)
+	case hasGold && typeOK:
+		var v any
+		if err := json.Unmarshal(tl.Gold, &v); err == nil {
+			g, why := fitGold(t.AnswerType, v)
+			if why != "" {
+				msgs = append(msgs, "gold is "+why)
+			}
+			t.Gold = g
+		}
+	case hasCode:
+		t.GoldCode = *tl.GoldCode
+		if strings.TrimSpace(t.GoldCode) == "" {
+			msgs = append(msgs, `gold_code is empty: give code that ends with ANSWER(value), or the answer as "gold"`)
+		} else if !strings.Contains(t.GoldCode, "ANSWER(") {
+			msgs = append(msgs, "gold_code never calls ANSWER: end it with ANSWER(value), the value being the gold")
+		}
+	}
+	if tl.Solution != nil && !badField["solution"] {
+		t.Solution = *tl.Solution
+		if !strings.Contains(t.Solution, "ANSWER(") {
+			msgs = append(msgs, `solution never calls ANSWER: end it with ANSWER(value), or leave "solution" out`)
+		}
+	}
+	return t, msgs
+}
+
+func knownTaskField(k string) bool {
+	for _, f := range taskFields {
+		if f == k {
+			return true
+		}
+	}
+	return false
+}
+
+func knownAnswerType(a datasets.AnswerType) bool {
+	for _, t := range answerTypes {
+		if t == a {
+			return true
+		}
+	}
+	return false
+}
+
+func answerTypeList() string {
+	s := make([]string, len(answerTypes))
+	for i, t := range answerTypes {
+		s[i] = string(t)
+	}
+	return strings.Join(s, ", ")
+}
+
+const maxTaskIDLen = 100
+
+func validTaskID(id string) bool {
+	if id == "" || len(id) > maxTaskIDLen || id[0] == '.' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// maxExactIntegerGold bounds an integer gold: a float64, as a gold is after a
+// JSON round trip, holds every integer up to 2^53 exactly.
+const maxExactIntegerGold = 1 << 53
+
+// fitGold converts v, a gold as encoding/json decodes it into an any
+// (float64, string, []any, ...), to the Go type datasets.Grade expects for
+// typ. It accepts what Grade can grade, and no more: a whole number of
+// magnitude under 2^53 for integer, a number for number, a non-empty string
+// for string, an array of strings and numbers for set and list (numbers
+// become their decimal text, as Grade reads them). why, when the gold does
+// not fit, says what it is and what was expected, after a subject ("gold
+// is", "gold_code answered").
+func fitGold(typ datasets.AnswerType, v any) (gold any, why string) {
+	switch typ {
+	case datasets.Integer:
+		f, ok := v.(float64)
+		switch {
+		case !ok:
+			return nil, fmt.Sprintf("%s, which does not fit answer_type integer: expected a whole number, such as 42%s", describeGoldValue(v), unquoteHint(v))
+		case f != math.Trunc(f):
+			return nil, fmt.Sprintf("%s, which is not a whole number as answer_type integer needs: use answer_type number for a fraction", describeGoldValue(v))
+		case math.Abs(f) >= maxExactIntegerGold:
+			return nil, fmt.Sprintf("%s, which is too large for answer_type integer (at most 2^53 = %d in magnitude): use answer_type string", describeGoldValue(v), int64(maxExactIntegerGold))
+		}
+		return int64(f), ""
+	case datasets.Number:
+		f, ok := v.(float64)
+		if !ok {
+			return nil, fmt.Sprintf("%s, which does not fit answer_type number: expected a number, such as 3.14%s", describeGoldValue(v), unquoteHint(v))
+		}
+		return f, ""
+	case datasets.String:
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Sprintf(`%s, which does not fit answer_type string: expected a string in double quotes, such as "Oslo"`, describeGoldValue(v))
+		}
+		if strings.TrimSpace(s) == "" {
+			return nil, "an empty string, which no answer can match: give the text the answer must be"
+		}
+		return s, ""
+	case datasets.Set, datasets.List:
+		xs, ok := v.([]any)
+		if !ok {
+			return nil, fmt.Sprintf(`%s, which does not fit answer_type %s: expected an array of strings or numbers, such as ["a", "b"]`, describeGoldValue(v), typ)
+		}
+		out := make([]string, len(xs))
+		for i, x := range xs {
+			switch x := x.(type) {
+			case string:
+				out[i] = x
+			case float64:
+				out[i] = strconv.FormatFloat(x, 'f', -1, 64)
+			default:
+				return nil, fmt.Sprintf("an array whose element %d is %s, but a %s's elements must be strings or numbers", i+1, describeGoldValue(x), typ)
+			}
+		}
+		return out, ""
+	}
+	return nil, fmt.Sprintf("not checked: unknown answer_type %q (expected one of %s)", typ, answerTypeList())
+}
+
+// describeGoldValue says what a decoded JSON value is: the string "42", the
+// number 4.5, an array of 3 elements.
+func describeGoldValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return fmt.Sprintf("%v (a boolean)", v)
+	case float64:
+		return "the number " + strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		return "the string " + strconv.Quote(clipTaskText(v))
+	case []any:
+		if len(v) == 1 {
+			return "an array of 1 element"
+		}
+		return fmt.Sprintf("an array of %d elements", len(v))
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// unquoteHint suggests writing a number without quotes when v is a string
+// that holds one.
+func unquoteHint(v any) string {
+	if s, ok := v.(string); ok {
+		if _, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+			return " (write the number without quotes)"
+		}
+	}
+	return ""
+}
+
+// jsonKindOf names the kind of a raw JSON value.
+func jsonKindOf(v json.RawMessage) string {
+	var x any
+	if json.Unmarshal(v, &x) != nil {
+		return "not JSON"
+	}
+	switch x.(type) {
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return "a " + fmt.Sprintf("%T", x)
+}
+
+// clipTaskText cuts s to 60 runes for a message.
+func clipTaskText(s string) string {
+	if r := []rune(s); len(r) > 60 {
+		return string(r[:60]) + "…"
+	}
+	return s
+}
+
+// GoldError is a task whose gold_code did not give a gold: it raised, ran
+// past its timeout, killed the kernel, never called ANSWER (or answered
+// None: the kernel does not tell them apart), or answered a value that does
+// not fit the answer type. It is the user's input error
+// (exit code 2), as a bad line of the task file is.
+type GoldError struct {
+	Task string // the task's id
+	Line int    // the task's line in the task file
+	Msg  string // what went wrong and what to do
+	// Result is the gold_code cell's result, when it ran to an end.
+	Result kernel.Result
+	// Killed is the kernel's error when the cell ended the kernel itself
+	// (a *kernel.DeadError or *kernel.DeadlineError).
+	Killed error
+}
+
+func (e *GoldError) Error() string {
+	return fmt.Sprintf("task %s (line %d): %s", e.Task, e.Line, e.Msg)
+}
+
+// Unwrap is the kernel's error, for gold_code that killed the kernel.
+func (e *GoldError) Unwrap() error { return e.Killed }
+
+// ResolveGold gives t as the datasets.Task a trial grades against, its
+// Template and Params empty.
+//
+// A task with a gold needs no kernel (k may be nil). For a task with
+// gold_code, ResolveGold builds p in k (p nil: no prefix), runs the
+// gold_code as one cell, and takes the value it gave ANSWER as the gold,
+// converted as ReadTasks converts a gold. k should be a fresh kernel over
+// the task's data; ResolveGold leaves the prefix's and gold_code's names
+// bound in it, so restart or close it after.
+//
+// gold_code that fails is a *GoldError (see there). A prefix cell that
+// fails is the *prefixes.BuildError of prefixes.Build, wrapped; any other
+// error means the kernel, not the task, is broken.
+func ResolveGold(ctx context.Context, k kernel.Kernel, p *prefixes.Prefix, t UserTask, opts kernel.ExecOptions) (datasets.Task, error) {
+	task := datasets.Task{ID: t.ID, Question: t.Question, AnswerType: t.AnswerType, Gold: t.Gold}
+	if t.GoldCode == "" {
+		if t.Gold == nil {
+			return datasets.Task{}, &GoldError{Task: t.ID, Line: t.Line, Msg: `has neither gold nor gold_code: give the answer as "gold", or code that ends with ANSWER(value) as "gold_code"`}
+		}
+		return task, nil
+	}
+	if k == nil {
+		return datasets.Task{}, fmt.Errorf("task %s (line %d): gold_code needs a kernel, and none was given", t.ID, t.Line)
+	}
+	if p != nil {
+		if _, err := prefixes.Build(ctx, k, p, opts); err != nil {
+			return datasets.Task{}, fmt.Errorf("task %s (line %d): build the prefix for gold_code: %w", t.ID, t.Line, err)
+		}
+	}
+	res, err := k.Execute(ctx, t.GoldCode, opts)
+	var dead *kernel.DeadError
+	var deadline *kernel.DeadlineError
+	if err != nil && ctx.Err() == nil && (errors.As(err, &dead) || errors.As(err, &deadline)) {
+		return datasets.Task{}, &GoldError{Task: t.ID, Line: t.Line, Killed: err,
+			Msg: fmt.Sprintf("gold_code killed the kernel (%v): it must not exit or block interrupts", err)}
+	}
+	if err != nil {
+		return datasets.Task{}, fmt.Errorf("task %s (line %d): run gold_code: %w", t.ID, t.Line, err)
+	}
+	gerr := func(format string, args ...any) error {
+		return &GoldError{Task: t.ID, Line: t.Line, Result: res, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case res.Status == kernel.StatusTimeout:
+		return datasets.Task{}, gerr("gold_code ran past its timeout (%s) and was interrupted: make it faster, or give the answer as gold", goldTimeout(opts))
+	case res.Status != kernel.StatusOK:
+		name, tb := goldException(res)
+		return datasets.Task{}, gerr("gold_code raised %s; fix the code (it runs after the prefix's cells, over the data folder), or give the answer as gold%s", name, tb)
+	case !res.Answered():
+		return datasets.Task{}, gerr("gold_code gave no answer: it ran to its end without calling ANSWER(value), or answered None (or NaN); end it with ANSWER of the gold")
+	}
+	var v any
+	if err := json.Unmarshal(res.Answer, &v); err != nil {
+		return datasets.Task{}, fmt.Errorf("task %s (line %d): the kernel recorded an answer that is not JSON (%q): %w", t.ID, t.Line, clipTaskText(string(res.Answer)), err)
+	}
+	gold, why := fitGold(t.AnswerType, v)
+	if why != "" {
+		return datasets.Task{}, gerr("gold_code answered %s", why)
+	}
+	task.Gold = gold
+	return task, nil
+}
+
+func goldTimeout(o kernel.ExecOptions) string {
+	if o.Timeout > 0 {
+		return o.Timeout.String()
+	}
+	return kernel.DefaultTimeout.String()
+}
+
+// goldException is "Name: value" of a failed cell, and its compact
+// traceback, indented on lines of its own, when it has one.
+func goldException(res kernel.Result) (name, traceback string) {
+	if res.Error == nil {
+		return "an error (status " + string(res.Status) + ")", ""
+	}
+	name = res.Error.Name
+	if res.Error.Value != "" {
+		name += ": " + res.Error.Value
+	}
+	for _, l := range strings.Split(strings.TrimSpace(res.Error.Traceback), "\n") {
+		if l != "" {
+			traceback += "\n    " + l
+		}
+	}
+	return name, traceback
+}
+
+// Reference is the code the built-in reference model plays for t in a
+// session that starts from prefix p, or "" when t has no solution.
+//
+// written is the prefix the solution was written against (the --prefix of
+// the run; nil when the solution stands alone). When p is written (the
+// same prefix, or one with the same language and cells), the solution runs
+// as it is. Otherwise, as in condition A (p nil: no prefix, a bash tool)
+// or a prefix that binds nothing, the names the solution uses are not
+// bound, so Reference returns written's cells, in order and each followed
+// by a blank line, then the solution: code that runs on its own over the
+// data folder.
+func (t UserTask) Reference(p, written *prefixes.Prefix) string {
+	if t.Solution == "" || written == nil || samePrefix(p, written) {
+		return t.Solution
+	}
+	var b strings.Builder
+	for _, c := range written.Cells {
+		b.WriteString(strings.TrimRight(c.Code, "\n"))
+		b.WriteString("\n\n")
+	}
+	b.WriteString(t.Solution)
+	return b.String()
+}
+
+func samePrefix(a, b *prefixes.Prefix) bool {
+	if a == b {
+		return true
+	}
+	if a == nil || b == nil || a.Language != b.Language || len(a.Cells) != len(b.Cells) {
+		return false
+	}
+	for i := range a.Cells {
+		if a.Cells[i].Code != b.Cells[i].Code {
+			return false
+		}
+	}
+	return true
+}
