@@ -37,12 +37,19 @@
 // (what failed, the wait, attempt k of n), so a command can show one
 // progress line per retry.
 //
+// Clients that share an endpoint can share a Config.Gate: Complete waits
+// for it before every attempt, the first included, and tells it of every
+// throttling reply (a retryable 429, or a 503 with Retry-After) with the
+// wait it chose, before OnRetry and its own sleep. A Throttle shared that
+// way makes a 429 to one client pause and slow all of them.
+//
 // Between attempts Complete sleeps for the time the provider asked for
 // (Retry-After in seconds or as an HTTP date, or retry-after-ms), capped at
 // Config.RetryMax; without one, exponential backoff with equal jitter:
 // retry n (from 0) waits a uniform time in [d/2, d] where
-// d = min(RetryBase·2ⁿ, RetryMax). Sleeps watch the context: when it ends,
-// Complete returns at once with an error that wraps the context's error.
+// d = min(RetryBase·2ⁿ, RetryMax). Sleeps and waits for the Gate watch the
+// context: when it ends, Complete returns at once with an error that wraps
+// the context's error.
 // go-openai's errors carry no response headers, so the client wraps the
 // HTTP client with a recorder that keeps each attempt's status, headers and
 // the head of its body; the recorder travels in the attempt's context, so
@@ -58,8 +65,9 @@
 // text and tool calls) and Usage.Estimated is set. Reply.RequestTokens is
 // always the session.CountRequest estimate of the request, so request sizes
 // compare across providers. Reply.Latency is the wall time of the whole
-// Complete, retries and sleeps included; Attempts and Waited say how much of
-// it was retrying. On error the Reply still carries these accounting fields.
+// Complete, retries, sleeps and waits for the Gate included; Attempts and
+// Waited say how much of it was retrying and waiting. On error the Reply
+// still carries these accounting fields.
 //
 // # Secrets
 //
@@ -99,12 +107,14 @@ type Reply struct {
 	ToolCalls    []session.ToolCall
 	FinishReason string // as the provider says it: stop, length, tool_calls, content_filter, ...
 	Usage        Usage
-	// Latency is the wall time of the whole Complete call: every attempt
-	// and every sleep between attempts.
+	// Latency is the wall time of the whole Complete call: every attempt,
+	// every sleep between attempts and every wait for Config.Gate.
 	Latency time.Duration
 	// Attempts is how many HTTP attempts were made (1 = no retry).
 	Attempts int
-	// Waited is the total time slept between attempts (part of Latency).
+	// Waited is the total time slept between attempts plus the time spent
+	// waiting for Config.Gate before attempts, the first included (part
+	// of Latency).
 	Waited time.Duration
 	// RequestTokens is the session.CountRequest estimate of the request,
 	// always filled, whatever the provider reports.

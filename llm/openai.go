@@ -87,6 +87,14 @@ type Config struct {
 	// goroutine of Complete, so concurrent calls may call it concurrently;
 	// it must return quickly. Nil reports nothing.
 	OnRetry func(Retry)
+	// Gate, when set, paces the attempts of every client that shares it:
+	// Complete calls Gate.Wait before each attempt (the first and every
+	// retry) and Gate.Slow after each throttling reply (a retryable 429,
+	// or a 503 with Retry-After), with the wait it chose for that reply,
+	// before OnRetry and its own sleep. One Throttle shared by the
+	// clients of an endpoint makes a 429 to one slow them all. Time in
+	// Wait counts in Reply.Waited. Nil paces nothing.
+	Gate Gate
 }
 
 // Retry is one failed attempt that Complete is about to try again.
@@ -256,6 +264,9 @@ func (c *OpenAI) Complete(ctx context.Context, req session.Request) (reply Reply
 	}
 	notCompletions := 0 // 2xx replies that were not a chat completion
 	for retry := 0; ; retry++ {
+		if err := c.gateWait(ctx, &reply); err != nil {
+			return reply, err
+		}
 		reply.Attempts++
 		resp, x, err := c.attempt(ctx, creq)
 		if err == nil {
@@ -273,14 +284,17 @@ func (c *OpenAI) Complete(ctx context.Context, req session.Request) (reply Reply
 			notCompletions++
 			x.retry = notCompletions < 2
 		}
+		wait := c.backoff(retry, x.retryAfter())
+		if c.cfg.Gate != nil && x.throttled() {
+			c.cfg.Gate.Slow(x.status, wait)
+		}
 		if !x.retry || retry >= c.cfg.MaxRetries {
 			if reply.Attempts > 1 {
-				return reply, fmt.Errorf("model %s: gave up after %d attempts (%s spent waiting between them): %w",
+				return reply, fmt.Errorf("model %s: gave up after %d attempts (%s spent waiting): %w",
 					c.cfg.Model, reply.Attempts, reply.Waited.Round(time.Millisecond), err)
 			}
 			return reply, fmt.Errorf("model %s: %w", c.cfg.Model, err)
 		}
-		wait := c.backoff(retry, x.retryAfter())
 		if c.cfg.OnRetry != nil {
 			status := x.status
 			if status < 300 {
@@ -296,6 +310,21 @@ func (c *OpenAI) Complete(ctx context.Context, req session.Request) (reply Reply
 				c.cfg.Model, wait.Round(time.Millisecond), reply.Attempts, err)
 		}
 	}
+}
+
+// gateWait waits for Config.Gate, if any, before the next attempt, and
+// adds the time to reply.Waited.
+func (c *OpenAI) gateWait(ctx context.Context, reply *Reply) error {
+	if c.cfg.Gate == nil {
+		return nil
+	}
+	start := time.Now()
+	err := c.cfg.Gate.Wait(ctx)
+	reply.Waited += time.Since(start)
+	if err != nil {
+		return fmt.Errorf("model %s: waiting for the shared rate limit (Config.Gate) before attempt %d: %w", c.cfg.Model, reply.Attempts+1, err)
+	}
+	return nil
 }
 
 // attempt makes one HTTP attempt. Its error is already classified: x.retry
@@ -647,6 +676,14 @@ func (x *exchange) retryAfter() time.Duration {
 		return max(time.Until(t), 0)
 	}
 	return 0
+}
+
+// throttled says the attempt met a throttling reply, one to tell
+// Config.Gate of: a retryable 429 (not "insufficient_quota"), or a 503
+// with Retry-After.
+func (x *exchange) throttled() bool {
+	return x.retry && (x.status == http.StatusTooManyRequests ||
+		x.status == http.StatusServiceUnavailable && x.retryAfter() > 0)
 }
 
 type exchangeKey struct{}
