@@ -449,12 +449,7 @@ type prefixInfo struct {
 }
 
 func prefixInfoOf(p *prefixes.Prefix) prefixInfo {
-	h := sha256.New()
-	for _, c := range p.Cells {
-		h.Write([]byte(c.Code))
-		h.Write([]byte{0})
-	}
-	return prefixInfo{p.Name, p.Source, hex.EncodeToString(h.Sum(nil)), len(p.Cells)}
+	return prefixInfo{p.Name, p.Source, p.Hash(), len(p.Cells)}
 }
 
 // skillInfo identifies condition A's skill document in the trajectory.

@@ -26,7 +26,9 @@ package prefixes
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -283,4 +285,15 @@ func (p *Prefix) ReadsData() bool {
 		}
 	}
 	return false
+}
+
+// Hash identifies p's cells: the hex SHA-256 of their code, each ended by a
+// NUL byte. Two prefixes with the same hash build the same session.
+func (p *Prefix) Hash() string {
+	h := sha256.New()
+	for _, c := range p.Cells {
+		h.Write([]byte(c.Code))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -60,21 +60,17 @@ type askOptions struct {
 	rungs      []rung // the conditions (or modes) each question is asked in
 	protocol   string
 	model      string
-	baseURL    string
+	modelFlags
 	task       string
 	trajectory string
 	force      bool
 	json       bool
-	encoding   string
-	seed       int
-	reqTimeout time.Duration
-	agent      agent.Config
 	question   string
 	progress   *progress // the progress line and retry notes on stderr
 }
 
 func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
-	o := &askOptions{agent: agent.DefaultConfig()}
+	o := &askOptions{}
 	fs := newFlagSet("ask", askUsage, stderr)
 	o.sandbox.register(fs)
 	var mode, condition string
@@ -84,20 +80,11 @@ func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
 	fs.StringVar(&mode, "mode", string(agent.Loop), "loop (the bare loop, condition D) or oneshot (one code block, condition C); with --task all, a comma list")
 	fs.StringVar(&o.protocol, "protocol", "", "loop protocol: bare (D, the default) or eval (B, B0: one eval tool)")
 	fs.StringVar(&o.model, "model", "", "model name at the endpoint, or reference (default: $CTXCODE_MODEL, else gpt-4o-mini)")
-	fs.StringVar(&o.baseURL, "base-url", "", "OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else https://api.openai.com/v1)")
 	fs.StringVar(&o.task, "task", "", "a built-in task to ask and grade, or all")
 	fs.StringVar(&o.trajectory, "trajectory", "", "write every event of the run to this file, one JSON object per line")
 	fs.BoolVar(&o.force, "force", false, "overwrite --trajectory if it exists")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
-	fs.StringVar(&o.encoding, "encoding", string(session.O200kBase), "token vocabulary for estimates: o200k_base or cl100k_base")
-	fs.IntVar(&o.seed, "seed", -1, "sampling seed sent to the model (-1: none)")
-	fs.DurationVar(&o.reqTimeout, "request-timeout", 2*time.Minute, "time limit of one model request")
-	fs.IntVar(&o.agent.MaxTurns, "max-turns", o.agent.MaxTurns, "most model calls in a run")
-	fs.IntVar(&o.agent.MaxPromptTokens, "max-prompt-tokens", o.agent.MaxPromptTokens, "most prompt tokens summed over a run's calls")
-	fs.IntVar(&o.agent.MaxOutputTokens, "max-output-tokens", 4096, "most output tokens per model call")
-	fs.DurationVar(&o.agent.CellTimeout, "timeout", o.agent.CellTimeout, "soft time limit per cell")
-	fs.IntVar(&o.agent.OutputBudget, "output-budget", o.agent.OutputBudget, "characters of a cell's output the model reads (head and tail kept); -1: no limit")
-	fs.IntVar(&o.agent.MaxRestarts, "max-restarts", o.agent.MaxRestarts, "kernel restarts a run may make after the kernel dies")
+	o.modelFlags.register(fs, "seed")
 	// Flags may come before or after the question, whose words are joined.
 	if err := fs.parse(args, -1, ""); err != nil {
 		return nil, err
@@ -119,25 +106,8 @@ func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
 	if len(o.rungs) > 1 && o.task != "all" {
 		return nil, usagef("--mode, --condition: several modes or conditions only with --task all")
 	}
-	if _, err := session.CountTokens(session.Encoding(o.encoding), ""); err != nil {
-		return nil, usagef("--encoding: %v", err)
-	}
-	o.agent.Encoding = session.Encoding(o.encoding)
-	switch {
-	case o.agent.MaxTurns < 1:
-		return nil, usagef("--max-turns %d: a run needs at least one turn", o.agent.MaxTurns)
-	case o.agent.MaxPromptTokens < 1:
-		return nil, usagef("--max-prompt-tokens %d: give a positive number of tokens", o.agent.MaxPromptTokens)
-	case o.agent.MaxOutputTokens < 1:
-		return nil, usagef("--max-output-tokens %d: give a positive number of tokens", o.agent.MaxOutputTokens)
-	case o.agent.CellTimeout <= 0:
-		return nil, usagef("--timeout %s: give a positive duration such as 30s", o.agent.CellTimeout)
-	case o.reqTimeout <= 0:
-		return nil, usagef("--request-timeout %s: give a positive duration such as 2m", o.reqTimeout)
-	case o.agent.MaxRestarts < 0:
-		return nil, usagef("--max-restarts %d: give 0 (never restart) or more", o.agent.MaxRestarts)
-	case o.agent.MaxRestarts == 0:
-		o.agent.MaxRestarts = -1 // the agent's zero means its default
+	if err := o.modelFlags.check(); err != nil {
+		return nil, err
 	}
 	if o.dataDir != "" {
 		if err := checkDataDir("--data", o.dataDir); err != nil {
@@ -149,24 +119,10 @@ func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
 			return nil, err
 		}
 	}
-	if o.agent.OutputBudget == 0 {
-		return nil, usagef("--output-budget 0 would show the model nothing: give a number of characters, or -1 for no limit")
-	}
 	if o.model == "" {
-		o.model = os.Getenv("CTXCODE_MODEL")
-	}
-	if o.model == "" {
-		base := o.baseURL
-		if base == "" {
-			base = os.Getenv("OPENAI_BASE_URL")
+		if o.model, err = o.defaultModel("ask"); err != nil {
+			return nil, err
 		}
-		switch {
-		case os.Getenv("OPENAI_API_KEY") == "" && base == "":
-			return nil, usagef("ask: no model is configured: set OPENAI_API_KEY (and --model), or OPENAI_BASE_URL or --base-url for a local server, or use --model reference to run the built-in tasks offline")
-		case base != "" && strings.TrimRight(base, "/") != llm.OpenAIBaseURL:
-			return nil, usagef("ask: name the model to ask at %s with --model NAME (or $CTXCODE_MODEL)", llm.SafeURL(base))
-		}
-		o.model = "gpt-4o-mini"
 	}
 	// The reference model runs ctxcode's own solutions, so without Docker
 	// they may run on this host; a real model's code never does unless asked.
@@ -406,63 +362,56 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 // makeModel is the reference model for a rung that starts from prefix
 // (nil for none), or the OpenAI-compatible client.
 func (o *askOptions) makeModel(s *askSetup, prefix *prefixes.Prefix) (llm.Model, error) {
-	enc := session.Encoding(o.encoding)
 	if o.model == "reference" {
-		kind := datasets.PythonLoad // self-contained: loads the data itself
-		switch {
-		case prefix == nil:
-		case prefix.Name == "pm":
-			kind = datasets.PythonPM
-		case prefix.Language == kernel.Go:
-			return nil, usagef("--model reference plays Python solutions; prefix %s is Go", prefix.Name)
-		}
-		solutions := map[string]string{}
-		for _, t := range s.tasks {
-			code, err := datasets.Reference(t, kind)
-			if err != nil {
-				return nil, err
-			}
-			solutions[t.Question] = code
-		}
-		return llm.NewReference(solutions, enc), nil
+		return builtinReference(s.tasks, prefix, session.Encoding(o.encoding))
 	}
-	cfg := llm.DefaultConfig()
-	cfg.Model = o.model
-	if o.baseURL != "" {
-		cfg.BaseURL = o.baseURL
-	}
-	cfg.MaxOutputTokens = o.agent.MaxOutputTokens
-	cfg.Timeout = o.reqTimeout
-	cfg.Encoding = enc
-	cfg.OnRetry = func(r llm.Retry) { o.progress.note("ctxcode: " + r.String()) }
-	if o.seed >= 0 {
-		seed := o.seed
-		cfg.Seed = &seed
-	}
-	m, err := llm.NewOpenAI(cfg)
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	return m, nil
+	return o.openAI(o.model, func(r llm.Retry) { o.progress.note("ctxcode: " + r.String()) }, nil)
 }
 
-// builtinData is the built-in data set in the user's cache folder,
+// builtinReference is the reference model of the built-in tasks for a
+// session that starts from prefix (nil for none): pm's solutions over pm,
+// self-contained ones (they load the data) over any other.
+func builtinReference(tasks []datasets.Task, prefix *prefixes.Prefix, enc session.Encoding) (llm.Model, error) {
+	kind := datasets.PythonLoad
+	switch {
+	case prefix == nil:
+	case prefix.Name == "pm":
+		kind = datasets.PythonPM
+	case prefix.Language == kernel.Go:
+		return nil, usagef("--model reference plays Python solutions; prefix %s is Go", prefix.Name)
+	}
+	solutions := map[string]string{}
+	for _, t := range tasks {
+		code, err := datasets.Reference(t, kind)
+		if err != nil {
+			return nil, err
+		}
+		solutions[t.Question] = code
+	}
+	return llm.NewReference(solutions, enc), nil
+}
+
+// builtinData is the built-in data set (tier xl, seed 1) in the user's
+// cache folder, generated on first use.
+func builtinData(stderr io.Writer) (string, error) { return cachedData("xl", 1, stderr) }
+
+// cachedData is the data set of tier and seed in the user's cache folder,
 // generated on first use.
-func builtinData(stderr io.Writer) (string, error) {
+func cachedData(tierName string, seed int64, stderr io.Writer) (string, error) {
+	tier, err := datasets.ParseTier(tierName)
+	if err != nil {
+		return "", usagef("--tier: %v", err)
+	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		return "", fmt.Errorf("find the cache folder for the built-in data (set XDG_CACHE_HOME or pass --data): %w", err)
 	}
-	dir := filepath.Join(cache, "ctxcode", fmt.Sprintf("pm-xl-1-v%d", datasets.GeneratorVersion))
+	dir := filepath.Join(cache, "ctxcode", fmt.Sprintf("pm-%s-%d-v%d", tier.Name, seed, datasets.GeneratorVersion))
 	if _, err := os.Stat(filepath.Join(dir, datasets.ManifestFile)); err == nil {
 		return dir, nil
 	}
-	fmt.Fprintf(stderr, "ctxcode: generating the built-in data set (tier xl, seed 1) into %s\n", dir)
-	tier, err := datasets.ParseTier("xl")
-	if err != nil {
-		return "", err
-	}
-	if _, err := datasets.Generate(tier, 1).Write(dir, true); err != nil {
+	fmt.Fprintf(stderr, "ctxcode: generating the built-in data set (tier %s, seed %d) into %s\n", tier.Name, seed, dir)
+	if _, err := datasets.Generate(tier, seed).Write(dir, true); err != nil {
 		return "", fmt.Errorf("write the built-in data set: %w", err)
 	}
 	return dir, nil
@@ -507,11 +456,7 @@ func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job 
 	model := job.rung.model
 	info := agent.Info{Model: model.Name(), Question: job.question}
 	if o.model != "reference" {
-		base := o.baseURL
-		if base == "" {
-			base = llm.DefaultConfig().BaseURL
-		}
-		info.BaseURL = llm.SafeURL(base)
+		info.BaseURL = o.endpoint()
 	}
 	if job.task != nil {
 		info.Task = job.task.ID

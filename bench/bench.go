@@ -1,0 +1,477 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/ctxcode/ctxcode/agent"
+	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/llm"
+	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/sandbox"
+	"github.com/ctxcode/ctxcode/session"
+)
+
+// Condition is a rung of the ladder as a run asks it.
+type Condition struct {
+	Name     string // A, B, B0, D, C
+	Protocol session.Protocol
+	// Prefix is the prefix the session starts from; nil for A (the cli
+	// protocol), whose skill document describes the data instead.
+	Prefix *prefixes.Prefix
+}
+
+// Info is what run.json records of c.
+func (c Condition) Info() ConditionInfo {
+	ci := ConditionInfo{Name: c.Name, Protocol: string(c.Protocol)}
+	if c.Prefix != nil {
+		ci.Prefix, ci.PrefixSource, ci.PrefixSHA256 = c.Prefix.Name, c.Prefix.Source, c.Prefix.Hash()
+	}
+	return ci
+}
+
+// Model is a model of the run.
+type Model struct {
+	ModelInfo
+	// For returns the model that plays condition c. It is called once per
+	// condition before the first trial; the model it returns is used by
+	// several trials at once.
+	For func(c Condition) (llm.Model, error)
+}
+
+// FatalError is a failure that every later trial would meet too (an API
+// key refused, a model that does not exist, kernels that cannot start):
+// the run stops at it, and can be resumed once it is fixed.
+type FatalError struct {
+	Err error
+}
+
+func (e *FatalError) Error() string { return e.Err.Error() }
+func (e *FatalError) Unwrap() error { return e.Err }
+
+// Observer hears of a run's progress. Its methods are called from the
+// run's goroutines, one call at a time.
+type Observer interface {
+	// Started is called once before the first trial: the trials of the
+	// run, and how many of them the log already held.
+	Started(total, done int)
+	// Finished is called as each trial's line is written.
+	Finished(t Trial)
+}
+
+// Run is one experiment: its Spec, and what runs it.
+type Run struct {
+	Spec       Spec
+	Models     []Model
+	Conditions []Condition
+	Tasks      []datasets.Task // in Spec.TaskList's order
+	// DataDir is the host folder the kernels show as data/: condition A's
+	// read tool serves it and its skill document describes it.
+	DataDir string
+	// Transport starts the kernels, with DataDir shown to them.
+	Transport kernel.Transport
+	// Language is the kernels' language (Python for A).
+	Language kernel.Language
+	Agent    agent.Config
+	// Parallel is how many trials run at once (at least 1).
+	Parallel int
+	Observer Observer // may be nil
+	// Warn hears of warnings (nil: discarded).
+	Warn io.Writer
+}
+
+// work is one trial to run.
+type work struct {
+	key   Key
+	model int // index in Run.Models
+	cond  int // index in Run.Conditions
+	task  *datasets.Task
+	pool  *poolRef
+}
+
+// Outcome is what a run did.
+type Outcome struct {
+	Total   int     // trials in the run
+	Skipped int     // trials the log already held, not run again
+	Ran     int     // trials run now
+	Final   []Trial // the last line of every key in the log
+}
+
+// Execute runs every trial the log of l does not hold yet (or holds as an
+// infra failure), Parallel at a time, appending each to l as it ends. It
+// returns when all have run, or at the first FatalError, or when ctx ends
+// (its error: the trials still running have no line and run again on the
+// next resume). Every kernel and pool is closed before it returns.
+func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
+	if r.Warn == nil {
+		r.Warn = io.Discard
+	}
+	r.Agent.Encoding = session.Encoding(r.Spec.Budgets.Encoding)
+	models, err := r.models()
+	if err != nil {
+		return nil, &FatalError{err}
+	}
+	skill := ""
+	for _, c := range r.Conditions {
+		if c.Prefix == nil && skill == "" {
+			if skill, err = prefixes.SkillDocument(r.DataDir); err != nil {
+				return nil, fmt.Errorf("condition A's skill document: %w", err)
+			}
+		}
+	}
+	todo, total := r.plan(l)
+	out := &Outcome{Total: total, Skipped: total - len(todo)}
+	if r.Observer != nil {
+		r.Observer.Started(total, out.Skipped)
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	parallel := max(r.Parallel, 1)
+	s := &scheduler{run: r, todo: todo, parallel: parallel, pools: map[*poolRef]bool{}}
+	var closing sync.WaitGroup // kernels being closed after their trial
+	defer closing.Wait()
+	defer s.closeAll()
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for range min(parallel, len(todo)) {
+		wg.Go(func() {
+			for {
+				w, ok := s.next(ctx)
+				if !ok {
+					return
+				}
+				t, err := r.trial(ctx, s, w, models[w.model][w.cond], skill, l, &closing)
+				if t.Task != "" { // a trial that ended, even one that stops the run
+					if aerr := l.Append(t); aerr != nil {
+						cancel(&FatalError{aerr})
+						return
+					}
+					mu.Lock()
+					out.Ran++
+					if r.Observer != nil {
+						r.Observer.Finished(t)
+					}
+					mu.Unlock()
+				}
+				if err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	s.closeAll()
+	closing.Wait()
+	out.Final = l.Final()
+	if err := context.Cause(ctx); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// models makes each model's player of each condition.
+func (r *Run) models() ([][]llm.Model, error) {
+	ms := make([][]llm.Model, len(r.Models))
+	for i, m := range r.Models {
+		for _, c := range r.Conditions {
+			lm, err := m.For(c)
+			if err != nil {
+				return nil, fmt.Errorf("model %s, condition %s: %w", m.Name, c.Name, err)
+			}
+			ms[i] = append(ms[i], lm)
+		}
+	}
+	return ms, nil
+}
+
+// plan lists the trials still to run, grouped by the prefix they start
+// from (so that few pools are open at once): model by model, then each
+// prefix's conditions in the run's order, rep by rep, task by task.
+func (r *Run) plan(l *Log) (todo []work, total int) {
+	var refs []*poolRef
+	refOf := map[string]*poolRef{}
+	condRef := make([]*poolRef, len(r.Conditions))
+	for i, c := range r.Conditions {
+		id := ""
+		if c.Prefix != nil {
+			id = c.Prefix.Name + "\x00" + c.Prefix.Hash()
+		}
+		ref := refOf[id]
+		if ref == nil {
+			ref = &poolRef{prefix: c.Prefix}
+			refOf[id] = ref
+			refs = append(refs, ref)
+		}
+		condRef[i] = ref
+	}
+	for mi, m := range r.Models {
+		for _, ref := range refs {
+			for ci, c := range r.Conditions {
+				if condRef[ci] != ref {
+					continue
+				}
+				for rep := 1; rep <= r.Spec.Reps; rep++ {
+					for ti := range r.Tasks {
+						k := Key{Model: m.Name, Condition: c.Name, Task: r.Tasks[ti].ID, Rep: rep}
+						total++
+						if l.Done(k) {
+							continue
+						}
+						todo = append(todo, work{key: k, model: mi, cond: ci, task: &r.Tasks[ti], pool: ref})
+					}
+				}
+			}
+		}
+	}
+	for _, w := range todo {
+		w.pool.left++
+	}
+	return todo, total
+}
+
+// poolRef is the pool of kernels of one prefix (nil: none), opened when
+// its first trial is near and closed when its last has a kernel.
+type poolRef struct {
+	prefix *prefixes.Prefix
+	pool   *sandbox.WarmPool[[]session.Cell]
+	left   int // trials still to take a kernel from it
+}
+
+// scheduler hands out the trials in order and keeps the pools open that
+// the next trials need.
+type scheduler struct {
+	run      *Run
+	mu       sync.Mutex
+	todo     []work
+	parallel int
+	pools    map[*poolRef]bool // the open ones
+	closing  sync.WaitGroup    // pools being closed
+}
+
+// next is the next trial to run, with the pools of the trials after it
+// opened ahead; false when there is none or ctx has ended.
+func (s *scheduler) next(ctx context.Context) (work, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.todo) == 0 || ctx.Err() != nil {
+		return work{}, false
+	}
+	w := s.todo[0]
+	s.todo = s.todo[1:]
+	// Open the pools of the trials that will start soon: those the
+	// workers will take after this one.
+	s.open(w.pool)
+	for _, n := range s.todo[:min(len(s.todo), s.parallel)] {
+		s.open(n.pool)
+	}
+	return w, true
+}
+
+func (s *scheduler) open(ref *poolRef) {
+	if ref.pool != nil {
+		return
+	}
+	size := min(s.parallel, ref.left)
+	var prepare sandbox.Prepare[[]session.Cell]
+	if p := ref.prefix; p != nil {
+		opts := kernel.ExecOptions{Timeout: s.run.Agent.CellTimeout}
+		prepare = func(ctx context.Context, k *kernel.Client) ([]session.Cell, error) {
+			return prefixes.Build(ctx, k, p, opts)
+		}
+	}
+	ref.pool = sandbox.NewWarmPool(s.run.Language, s.run.Transport, size, kernel.ClientOptions{}, prepare)
+	s.pools[ref] = true
+}
+
+// taken is told that a trial of ref has its kernel (or gave up on one):
+// the pool of a prefix whose last trial that was is closed.
+func (s *scheduler) taken(ref *poolRef) {
+	s.mu.Lock()
+	ref.left--
+	done := ref.left <= 0 && s.pools[ref]
+	if done {
+		delete(s.pools, ref)
+	}
+	s.mu.Unlock()
+	if done { // off the trial's path: Close waits for the starts under way
+		s.closing.Go(func() { _ = ref.pool.Close() })
+	}
+}
+
+// closeAll closes every pool still open.
+func (s *scheduler) closeAll() {
+	s.mu.Lock()
+	open := s.pools
+	s.pools = map[*poolRef]bool{}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for ref := range open {
+		wg.Go(func() { _ = ref.pool.Close() })
+	}
+	wg.Wait()
+	s.closing.Wait()
+}
+
+// acquireTries is how often a trial asks its pool for a kernel before the
+// run stops: kernels that cannot start would fail every trial.
+const acquireTries = 3
+
+// trial runs one trial and returns its line (an empty one when it did not
+// end). The error is for a run that must stop: ctx ended (the trial gets no
+// line), or a FatalError (with a line when the trial ended in it).
+func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, skill string, l *Log, closing *sync.WaitGroup) (Trial, error) {
+	started := time.Now()
+	cond := r.Conditions[w.cond]
+	var k *kernel.Client
+	var cells []session.Cell
+	var err error
+	for try := 1; ; try++ {
+		k, cells, err = w.pool.pool.Acquire(ctx)
+		if err == nil || ctx.Err() != nil || try == acquireTries {
+			break
+		}
+		fmt.Fprintf(r.Warn, "ctxcode: trial %s: no kernel (%v); trying again\n", w.key, err)
+	}
+	s.taken(w.pool)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Trial{}, context.Cause(ctx)
+		}
+		var be *prefixes.BuildError
+		if errors.As(err, &be) {
+			return Trial{}, &FatalError{fmt.Errorf("condition %s: %w", cond.Name, err)}
+		}
+		return Trial{}, &FatalError{fmt.Errorf("condition %s: start a kernel: %w", cond.Name, err)}
+	}
+	defer func() {
+		closing.Add(1)
+		go func() { // off the trial's path: a container's removal takes a while
+			defer closing.Done()
+			_ = k.Close()
+		}()
+	}()
+
+	attempt := l.attempts(w.key) + 1
+	rel := TrajectoryPath(w.key, attempt)
+	path := filepath.Join(l.Dir, rel)
+	f, err := os.OpenFile(path+tempSuffix, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, trialsFilePerm)
+	if err != nil {
+		return Trial{}, &FatalError{fmt.Errorf("write a trajectory: %w", err)}
+	}
+	traj := agent.NewTrajectory(f)
+	sess := &agent.Session{Kernel: k, Prefix: cond.Prefix, Cells: cells, Started: started}
+	if cond.Prefix == nil {
+		sess.Skill, sess.DataDir = skill, r.DataDir
+	}
+	cfg := r.Agent
+	cfg.Protocol = cond.Protocol
+	info := agent.Info{Model: r.Models[w.model].Name, BaseURL: r.Models[w.model].BaseURL, Task: w.task.ID,
+		Data: r.Spec.Data.Manifest, Question: w.task.Question}
+	res, err := agent.Run(ctx, sess, model, cfg, info, traj, nil)
+	if ctx.Err() != nil {
+		_ = f.Close()
+		_ = os.Remove(path + tempSuffix)
+		return Trial{}, context.Cause(ctx)
+	}
+	t := Trial{Key: w.key, Attempt: attempt, Trajectory: rel, Started: started.UTC()}
+	if err != nil {
+		// The session did not fit the protocol: nothing ran, and no trial
+		// after it would run either.
+		_ = f.Close()
+		_ = os.Remove(path + tempSuffix)
+		return Trial{}, &FatalError{fmt.Errorf("trial %s: %w", w.key, err)}
+	}
+	right, reason := false, ""
+	if res.Status == agent.Answered {
+		right, reason = datasets.Grade(*w.task, res.Answer)
+	}
+	g := res.SetGrade(right, reason)
+	traj.Grade(w.task.ID, w.task.Gold, g)
+	fill(&t, res)
+	if terr := traj.Err(); terr != nil {
+		fmt.Fprintf(r.Warn, "ctxcode: trial %s: %v\n", w.key, terr)
+	}
+	if err := closeSynced(f); err != nil {
+		return Trial{}, &FatalError{fmt.Errorf("write trajectory %s: %w", rel, err)}
+	}
+	if err := os.Rename(path+tempSuffix, path); err != nil {
+		return Trial{}, &FatalError{fmt.Errorf("write trajectory %s: %w", rel, err)}
+	}
+	if err := fatal(res); err != nil {
+		return t, &FatalError{fmt.Errorf("trial %s: %w; every trial of model %s would fail the same way: fix it and run again (the run resumes)",
+			w.key, err, r.Models[w.model].Name)}
+	}
+	return t, nil
+}
+
+// fill copies what a run produced into its trial line.
+func fill(t *Trial, res *agent.Result) {
+	t.Status = res.Status
+	t.Class = ClassModel
+	switch res.Status {
+	case agent.ModelFailed, agent.KernelFailed:
+		t.Class = ClassInfra
+	}
+	if res.Err != nil {
+		t.Error = res.Err.Error()
+	}
+	t.Answer = answerJSON(res)
+	t.AnswerSource = res.AnswerSource
+	if g := res.Grade; g != nil {
+		t.Correct, t.AnswerRight, t.Verdict, t.GradeReason = g.Accurate(), g.Correct, string(g.Verdict), g.Reason
+	}
+	u := res.Usage
+	t.Turns, t.ContextTokens, t.OutputTokens, t.CachedTokens, t.ReasoningTokens, t.Estimated =
+		res.Turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens, u.Estimated
+	t.WallMS, t.KernelMS, t.ModelMS, t.WaitedMS = res.Wall.Milliseconds(), res.Setup.Milliseconds(), res.Model.Milliseconds(), res.Waited.Milliseconds()
+	t.Retries, t.Restarts = res.Retries, res.Restarts
+}
+
+// answerJSON is the answer as a JSON value: the executed value as it is,
+// a stated or unexecuted answer as a JSON string, null without one.
+func answerJSON(res *agent.Result) json.RawMessage {
+	switch {
+	case res.Answer == "":
+		return json.RawMessage("null")
+	case res.AnswerSource == agent.Executed && json.Valid([]byte(res.Answer)):
+		return json.RawMessage(res.Answer)
+	}
+	b, _ := json.Marshal(res.Answer)
+	return b
+}
+
+// fatal is a run's API failure that every later trial of its model would
+// meet: a refused key (401, 403), a model or endpoint that does not exist
+// (404), an account out of quota. Nil for any other result.
+func fatal(res *agent.Result) error {
+	var ae *llm.APIError
+	if res.Status != agent.ModelFailed || !errors.As(res.Err, &ae) {
+		return nil
+	}
+	switch {
+	case ae.Status == 401, ae.Status == 403, ae.Status == 404:
+		return ae
+	case ae.Status == 429 && ae.Code == "insufficient_quota":
+		return ae
+	}
+	return nil
+}
+
+func closeSynced(f *os.File) error {
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,592 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ctxcode/ctxcode/agent"
+	"github.com/ctxcode/ctxcode/datasets"
+)
+
+// The files of a run directory.
+const (
+	SpecFile       = "run.json"
+	TrialsFile     = "trials.jsonl"
+	TrajectoryDir  = "trajectories"
+	FormatVersion  = 1
+	tempSuffix     = ".partial"
+	trajectoryExt  = ".jsonl"
+	maxLineBytes   = 64 << 20
+	specFilePerm   = 0o644
+	runDirPerm     = 0o755
+	trialsFilePerm = 0o644
+)
+
+// Error classes of a trial (see the package comment).
+const (
+	ClassModel = "model"
+	ClassInfra = "infra"
+)
+
+// Spec is what a run is: everything that decides its trials' results. It
+// is written to run.json before the first trial, and a run is resumed only
+// with the same Spec (Diff says what differs).
+type Spec struct {
+	Format     int             `json:"format"`
+	Version    string          `json:"ctxcode_version"` // informational: a resume under another version warns
+	Created    time.Time       `json:"created"`
+	Models     []ModelInfo     `json:"models"`
+	Conditions []ConditionInfo `json:"conditions"`
+	Tasks      TaskSource      `json:"tasks"`
+	// TaskList is every task with its gold, so that the run directory
+	// alone can be graded and reported on.
+	TaskList []datasets.Task `json:"task_list"`
+	Data     DataInfo        `json:"data"`
+	Reps     int             `json:"reps"`
+	Budgets  Budgets         `json:"budgets"`
+	Sandbox  SandboxInfo     `json:"sandbox"`
+}
+
+// ModelInfo names a model of the run.
+type ModelInfo struct {
+	Name    string `json:"name"`
+	BaseURL string `json:"base_url,omitempty"` // without credentials; empty for reference
+}
+
+// ConditionInfo names a condition of the run and the prefix it starts from.
+type ConditionInfo struct {
+	Name         string `json:"name"`
+	Protocol     string `json:"protocol"`
+	Prefix       string `json:"prefix,omitempty"` // empty for A
+	PrefixSource string `json:"prefix_source,omitempty"`
+	PrefixSHA256 string `json:"prefix_sha256,omitempty"`
+}
+
+// TaskSource says where the tasks came from: the built-in generator (Kind
+// "builtin", Tier, Seed) or a user's file (Kind "file", File, SHA256).
+type TaskSource struct {
+	Kind   string `json:"kind"`
+	Tier   string `json:"tier,omitempty"`
+	Seed   int64  `json:"seed,omitempty"`
+	File   string `json:"file,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// DataInfo identifies the data the kernels see. Dir is where it was on the
+// machine that started the run; a resume elsewhere compares the hash.
+type DataInfo struct {
+	Dir      string `json:"dir"`
+	SHA256   string `json:"sha256"` // of the manifest, or of every file's name and bytes
+	Manifest any    `json:"manifest,omitempty"`
+}
+
+// Budgets are the agent's limits of every trial.
+type Budgets struct {
+	MaxTurns        int    `json:"max_turns"`
+	MaxPromptTokens int    `json:"max_prompt_tokens"`
+	MaxOutputTokens int    `json:"max_output_tokens"`
+	CellTimeoutMS   int64  `json:"cell_timeout_ms"`
+	OutputBudget    int    `json:"output_budget"`
+	MaxRestarts     int    `json:"max_restarts"`
+	Encoding        string `json:"encoding"`
+}
+
+// BudgetsOf records cfg's budgets.
+func BudgetsOf(cfg agent.Config) Budgets {
+	return Budgets{cfg.MaxTurns, cfg.MaxPromptTokens, cfg.MaxOutputTokens, cfg.CellTimeout.Milliseconds(),
+		cfg.OutputBudget, cfg.MaxRestarts, string(cfg.Encoding)}
+}
+
+// SandboxInfo says where the kernels ran.
+type SandboxInfo struct {
+	Kind      string `json:"kind"` // docker or local
+	Image     string `json:"image,omitempty"`
+	NoIPython bool   `json:"no_ipython,omitempty"`
+}
+
+// Key identifies a trial within a run.
+type Key struct {
+	Model     string `json:"model"`
+	Condition string `json:"condition"`
+	Task      string `json:"task"`
+	Rep       int    `json:"rep"` // from 1
+}
+
+func (k Key) String() string {
+	return fmt.Sprintf("%s/%s/%s/r%d", k.Model, k.Condition, k.Task, k.Rep)
+}
+
+// Trial is one line of trials.jsonl: a finished trial.
+type Trial struct {
+	Key
+	Attempt int          `json:"attempt"` // 1 for a key's first run; more when an infra failure ran again
+	Status  agent.Status `json:"status"`
+	Class   string       `json:"class"` // ClassModel or ClassInfra
+	Error   string       `json:"error,omitempty"`
+	// Answer is the executed value as JSON, or the text the model stated;
+	// null without an answer.
+	Answer       json.RawMessage `json:"answer"`
+	AnswerSource string          `json:"answer_source,omitempty"`
+	// Correct counts in accuracy; AnswerRight says the answer matched the
+	// gold whatever its source (an unexecuted answer may be right and not
+	// count). Verdict is agent.Verdict's text.
+	Correct         bool   `json:"correct"`
+	AnswerRight     bool   `json:"answer_right"`
+	Verdict         string `json:"verdict"`
+	GradeReason     string `json:"grade_reason,omitempty"`
+	Turns           int    `json:"turns"`
+	ContextTokens   int    `json:"context_tokens"`
+	OutputTokens    int    `json:"output_tokens"`
+	CachedTokens    int    `json:"cached_tokens"`
+	ReasoningTokens int    `json:"reasoning_tokens"`
+	Estimated       bool   `json:"estimated"`
+	// WallMS is the trial from its start (asking the pool for a kernel) to
+	// its end; KernelMS the part before the first model request (waiting
+	// for a kernel, and building the prefix when the kernel was not warm);
+	// ModelMS the model calls, retries and waits included.
+	WallMS     int64     `json:"wall_ms"`
+	KernelMS   int64     `json:"kernel_ms"`
+	ModelMS    int64     `json:"model_ms"`
+	WaitedMS   int64     `json:"waited_ms"`
+	Retries    int       `json:"retries"`
+	Restarts   int       `json:"restarts"`
+	Trajectory string    `json:"trajectory"` // relative to the run directory
+	Started    time.Time `json:"started"`
+}
+
+// BudgetStop says the trial ended because a budget ran out.
+func (t Trial) BudgetStop() bool {
+	switch t.Status {
+	case agent.MaxTurns, agent.MaxPromptTokens, agent.ContextLength:
+		return true
+	}
+	return false
+}
+
+// ConfigError is a run directory that cannot take this run: it holds
+// another run, or files that are not a run. It is the user's to fix.
+type ConfigError struct {
+	Dir string
+	Msg string
+}
+
+func (e *ConfigError) Error() string { return e.Dir + ": " + e.Msg }
+
+// Log is an open run directory: its Spec and the trials it holds.
+type Log struct {
+	Dir  string
+	Spec Spec
+	// Trials are the lines already in the log, in order; Last holds the
+	// last line of each key.
+	Trials []Trial
+	Last   map[Key]Trial
+	// Dropped is true when a line cut by a crash was removed.
+	Dropped bool
+
+	mu sync.Mutex
+	f  *os.File
+}
+
+// OpenMode says how Open treats a directory that already holds a run.
+type OpenMode int
+
+const (
+	// Continue resumes a run with the same Spec (a new directory starts
+	// one); a run with another Spec is refused.
+	Continue OpenMode = iota
+	// MustResume refuses a directory that holds no run.
+	MustResume
+	// Restart removes a run with another Spec (its run.json, trials.jsonl
+	// and trajectories, nothing else) and starts again; a folder with other
+	// files is used as it is.
+	Restart
+)
+
+// Open opens the run directory dir for spec, creating it when missing. In
+// a directory that holds a run with the same Spec, the trials already done
+// are read; one with a different Spec is refused with the differences
+// named (a *ConfigError), unless mode is Restart. A non-empty directory
+// that holds no run is refused unless mode is Restart. warn hears of a
+// resume under another ctxcode version and of a line cut by a crash.
+func Open(dir string, spec Spec, mode OpenMode, warn io.Writer) (*Log, error) {
+	spec.Format = FormatVersion
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if mode == MustResume {
+			return nil, &ConfigError{dir, "no such folder: there is no run to resume (drop --resume to start one)"}
+		}
+	case err != nil:
+		return nil, &ConfigError{dir, fmt.Sprintf("cannot read the run folder: %v", err)}
+	}
+	old, err := readSpec(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && len(entries) > 0 && mode != Restart:
+		return nil, &ConfigError{dir, fmt.Sprintf("the folder is not empty and holds no run (no %s): give another --out, or --force to use it", SpecFile)}
+	case errors.Is(err, os.ErrNotExist) && mode == MustResume:
+		return nil, &ConfigError{dir, fmt.Sprintf("there is no run to resume (no %s): drop --resume to start one", SpecFile)}
+	case errors.Is(err, os.ErrNotExist):
+		return create(dir, spec)
+	case err != nil && mode == Restart:
+		fmt.Fprintf(warn, "ctxcode: %s: %v; --force: starting the run again\n", dir, err)
+		return restart(dir, spec)
+	case err != nil:
+		return nil, &ConfigError{dir, fmt.Sprintf("%v: fix it, or --force to start the run again", err)}
+	}
+	if diffs := Diff(*old, spec); len(diffs) > 0 {
+		if mode == Restart {
+			fmt.Fprintf(warn, "ctxcode: %s holds another run (%s); --force: starting again\n", dir, strings.Join(diffs, "; "))
+			return restart(dir, spec)
+		}
+		return nil, &ConfigError{dir, "holds a run with another configuration, so it cannot be resumed with this one:\n  " +
+			strings.Join(diffs, "\n  ") + "\ngive another --out for a new run, or --force to discard this one and start again"}
+	}
+	if old.Version != spec.Version {
+		fmt.Fprintf(warn, "ctxcode: warning: the run was started by ctxcode %s and is resumed by %s\n", old.Version, spec.Version)
+	}
+	return resume(dir, *old, warn)
+}
+
+func readSpec(dir string) (*Spec, error) {
+	b, err := os.ReadFile(filepath.Join(dir, SpecFile))
+	if err != nil {
+		return nil, err
+	}
+	var s Spec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s is not a run's configuration: %v", SpecFile, err)
+	}
+	if s.Format != FormatVersion {
+		return nil, fmt.Errorf("%s has format %d; this ctxcode reads format %d", SpecFile, s.Format, FormatVersion)
+	}
+	return &s, nil
+}
+
+func create(dir string, spec Spec) (*Log, error) {
+	if err := os.MkdirAll(filepath.Join(dir, TrajectoryDir), runDirPerm); err != nil {
+		return nil, err
+	}
+	if spec.Created.IsZero() {
+		spec.Created = time.Now().UTC()
+	}
+	b, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileSync(filepath.Join(dir, SpecFile), append(b, '\n')); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, TrialsFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, trialsFilePerm)
+	if err != nil {
+		return nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return &Log{Dir: dir, Spec: spec, Last: map[Key]Trial{}, f: f}, nil
+}
+
+// restart removes the files of the run in dir and creates a new one.
+func restart(dir string, spec Spec) (*Log, error) {
+	for _, name := range []string{SpecFile, TrialsFile, TrajectoryDir} {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return nil, err
+		}
+	}
+	return create(dir, spec)
+}
+
+func resume(dir string, spec Spec, warn io.Writer) (*Log, error) {
+	path := filepath.Join(dir, TrialsFile)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, trialsFilePerm)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{Dir: dir, Spec: spec, Last: map[Key]Trial{}}
+	good, err := l.read(f)
+	if err != nil {
+		_ = f.Close()
+		return nil, &ConfigError{dir, err.Error()}
+	}
+	if st, err := f.Stat(); err == nil && st.Size() > good {
+		// The last line was cut by a crash: drop it, so the next line
+		// starts on a line of its own. Its trial runs again.
+		if err := f.Truncate(good); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+		l.Dropped = true
+		fmt.Fprintf(warn, "ctxcode: %s: dropped a trial line cut short by a crash; that trial runs again\n", path)
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, TrajectoryDir), runDirPerm); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	l.f = f
+	return l, nil
+}
+
+// read loads the trials of r and returns the length of its complete,
+// well-formed lines. Only the last line may be bad (cut by a crash); a bad
+// line before it is an error.
+func (l *Log) read(r io.Reader) (int64, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	var good int64
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(line) == 0 && err == io.EOF {
+			return good, nil
+		}
+		if err != nil && err != io.EOF {
+			return good, err
+		}
+		var t Trial
+		perr := json.Unmarshal(line, &t)
+		if perr == nil && t.Task == "" {
+			perr = errors.New("no task")
+		}
+		if err == io.EOF || perr != nil {
+			if err == io.EOF { // the last line, cut short: dropped
+				return good, nil
+			}
+			if _, peek := br.Peek(1); peek == io.EOF {
+				return good, nil // a bad last line: cut mid-write
+			}
+			return good, fmt.Errorf("%s line %d is not a trial (%v): remove that line to resume; its trial runs again", TrialsFile, n, perr)
+		}
+		good += int64(len(line))
+		l.Trials = append(l.Trials, t)
+		l.Last[t.Key] = t
+	}
+}
+
+// Done says whether the key has a final line: one whose class is not infra.
+func (l *Log) Done(k Key) bool {
+	t, ok := l.Last[k]
+	return ok && t.Class != ClassInfra
+}
+
+// Attempts is how many lines the key has.
+func (l *Log) attempts(k Key) int {
+	n := 0
+	for _, t := range l.Trials {
+		if t.Key == k {
+			n++
+		}
+	}
+	return n
+}
+
+// Append writes t as one line, flushes and fsyncs it. It is safe for
+// concurrent use.
+func (l *Log) Append(t Trial) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return errors.New("the run log is closed")
+	}
+	if _, err := l.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write %s: %w", TrialsFile, err)
+	}
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", TrialsFile, err)
+	}
+	l.Trials = append(l.Trials, t)
+	l.Last[t.Key] = t
+	return nil
+}
+
+// Final is the last line of every key, in the order the keys first
+// appear in the log.
+func (l *Log) Final() []Trial {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Final(l.Trials)
+}
+
+// Final is the last line of every key of trials, in the order the keys
+// first appear.
+func Final(trials []Trial) []Trial {
+	idx := map[Key]int{}
+	var out []Trial
+	for _, t := range trials {
+		if i, ok := idx[t.Key]; ok {
+			out[i] = t
+			continue
+		}
+		idx[t.Key] = len(out)
+		out = append(out, t)
+	}
+	return out
+}
+
+// Close closes the log file.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+// ReadDir reads a finished or unfinished run directory, for reports: its
+// Spec and its trials, a line cut by a crash left out.
+func ReadDir(dir string) (*Spec, []Trial, error) {
+	spec, err := readSpec(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil, &ConfigError{dir, fmt.Sprintf("not a run directory (no %s)", SpecFile)}
+		}
+		return nil, nil, &ConfigError{dir, err.Error()}
+	}
+	f, err := os.Open(filepath.Join(dir, TrialsFile))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return spec, nil, nil
+		}
+		return nil, nil, err
+	}
+	defer f.Close()
+	l := &Log{Last: map[Key]Trial{}}
+	if _, err := l.read(f); err != nil {
+		return nil, nil, &ConfigError{dir, err.Error()}
+	}
+	return spec, l.Trials, nil
+}
+
+// TrajectoryPath is where the trajectory of a key's attempt is kept,
+// relative to the run directory.
+func TrajectoryPath(k Key, attempt int) string {
+	name := fmt.Sprintf("%s.%s.%s.r%d", safeName(k.Model), safeName(k.Condition), safeName(k.Task), k.Rep)
+	if attempt > 1 {
+		name += fmt.Sprintf(".a%d", attempt)
+	}
+	return filepath.Join(TrajectoryDir, name+trajectoryExt)
+}
+
+// safeName keeps a name's letters, digits, dot, dash and underscore, and
+// replaces the rest (a model's slash, say) with an underscore.
+func safeName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// Diff names what differs between the Spec of a run and another, one
+// phrase per field ("reps: 1 in the run, 3 now"); the creation time and
+// the ctxcode version are not compared, nor where the data folder is.
+func Diff(was, now Spec) []string {
+	var diffs []string
+	field := func(name string, a, b any) {
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		if !bytes.Equal(ja, jb) {
+			diffs = append(diffs, fmt.Sprintf("%s: %s in the run, %s now", name, clip(string(ja)), clip(string(jb))))
+		}
+	}
+	field("models", was.Models, now.Models)
+	field("conditions", conditionNames(was.Conditions), conditionNames(now.Conditions))
+	if equalNames(was.Conditions, now.Conditions) {
+		field("condition prefixes", was.Conditions, now.Conditions)
+	}
+	field("tasks", was.Tasks, now.Tasks)
+	if ha, hb := taskListHash(was.TaskList), taskListHash(now.TaskList); ha != hb {
+		diffs = append(diffs, fmt.Sprintf("task list: %d tasks (sha256 %s) in the run, %d tasks (sha256 %s) now",
+			len(was.TaskList), ha[:12], len(now.TaskList), hb[:12]))
+	}
+	field("data", was.Data.SHA256, now.Data.SHA256)
+	field("reps", was.Reps, now.Reps)
+	field("budgets", was.Budgets, now.Budgets)
+	field("sandbox", was.Sandbox, now.Sandbox)
+	return diffs
+}
+
+func conditionNames(cs []ConditionInfo) []string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	return names
+}
+
+func equalNames(a, b []ConditionInfo) bool {
+	x, y := conditionNames(a), conditionNames(b)
+	sort.Strings(x)
+	sort.Strings(y)
+	return strings.Join(x, ",") == strings.Join(y, ",")
+}
+
+func taskListHash(ts []datasets.Task) string {
+	b, _ := json.Marshal(ts)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+func clip(s string) string {
+	if len(s) > 160 {
+		return s[:157] + "..."
+	}
+	return s
+}
+
+// writeFileSync writes b to path through a temporary file, fsync'd and
+// renamed into place.
+func writeFileSync(path string, b []byte) error {
+	tmp := path + tempSuffix
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, specFilePerm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,606 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ctxcode/ctxcode/agent"
+	"github.com/ctxcode/ctxcode/bench"
+	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/llm"
+	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/sandbox"
+	"github.com/ctxcode/ctxcode/session"
+)
+
+const benchUsage = `Usage:
+  ctxcode bench --out RUNDIR [--conditions A,B,B0,D,C] [--model M[,M2...]] [--reps N]
+                [--parallel N] [--resume] [--tier s|m|xl --seed S | --data DIR]
+                [--tasks FILE --data DIR --prefix P] [--task ID,...] [flags]
+
+Runs the cost ladder as an experiment: every (model, condition, task, rep)
+is one trial in a fresh kernel whose prefix is already built, several at a
+time. Each trial's line is written to RUNDIR/trials.jsonl as it ends, with
+its trajectory under RUNDIR/trajectories/; RUNDIR/run.json holds the run's
+configuration. At the end it prints accuracy and cost per model and
+condition.
+
+A run survives a crash: run the same command again (or add --resume) and
+only the trials that have no line, or ended in an infrastructure failure
+(kernel, sandbox, or the model's API after its retries), run again; a
+finished trial never does. A RUNDIR that holds a run with another
+configuration is refused, with the differences named (--force discards it).
+
+Tasks: the built-in tasks of the project-management data (--tier, default
+xl, and --seed, default 1, generated once into the cache folder), or of a
+folder made by "ctxcode data gen" (--data). Your own: --tasks FILE, JSON
+lines {"id", "question", "answer_type", "gold" | "gold_code", "solution"?}
+over --data DIR and --prefix P (gold_code runs over the prefix in a fresh
+kernel and calls ANSWER(gold); solution is what --model reference plays).
+
+--parallel defaults to the number of CPUs for the reference model (its
+trials are kernel work), and to 4 per CPU (at most 16) for a model behind
+an API, whose trials mostly wait for it. A 429 slows every worker.
+
+Exit codes: 0 every trial has a result (right or wrong); 1 a kernel,
+sandbox or API failure stopped the run, or some trials ended in one (run
+again to retry them); 2 bad input; 130 interrupted (the run resumes).
+`
+
+type benchOptions struct {
+	sandbox sandboxFlags
+	modelFlags
+	out        string
+	conditions string
+	models     []string
+	reps       int
+	parallel   int
+	resume     bool
+	force      bool
+	tier       string
+	seed       int64
+	dataDir    string
+	taskFile   string
+	prefixName string
+	taskIDs    []string
+	json       bool
+}
+
+func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
+	o := &benchOptions{}
+	fs := newFlagSet("bench", benchUsage, stderr)
+	o.sandbox.register(fs)
+	o.modelFlags.register(fs, "sample-seed") // --seed is the data's
+	var models, tasks string
+	fs.StringVar(&o.out, "out", "", "the run directory (required): created, or resumed when it holds this run")
+	fs.StringVar(&o.conditions, "conditions", strings.Join(conditionOrder, ","), "the conditions, a comma list of A, B, B0, D, C")
+	fs.StringVar(&models, "model", "", "models, a comma list: names at the endpoint, or reference (default: $CTXCODE_MODEL, else gpt-4o-mini)")
+	fs.IntVar(&o.reps, "reps", 1, "repetitions of every (model, condition, task)")
+	fs.IntVar(&o.parallel, "parallel", 0, "trials at once (default: the CPUs for reference, 4 per CPU up to 16 for an API model)")
+	fs.BoolVar(&o.resume, "resume", false, "resume the run in --out (running the same command again does too); refuse if there is none")
+	fs.BoolVar(&o.force, "force", false, "use an --out that holds other files, or discard the run it holds if its configuration differs")
+	fs.StringVar(&o.tier, "tier", "xl", "built-in tasks: the data tier, s, m or xl")
+	fs.Int64Var(&o.seed, "seed", 1, "built-in tasks: the data generator's seed")
+	fs.StringVar(&o.dataDir, "data", "", "the data folder: one made by ctxcode data gen (its built-in tasks), or the data of --tasks")
+	fs.StringVar(&o.taskFile, "tasks", "", "your tasks: a JSON-lines file (needs --data and --prefix)")
+	fs.StringVar(&o.prefixName, "prefix", "", "the prefix of B, D and C: a built-in name or a file (default pm for ctxcode data)")
+	fs.StringVar(&tasks, "task", "", "only these tasks, a comma list of ids")
+	fs.BoolVar(&o.json, "json", false, "print the summary as JSON lines, one per model and condition")
+	if err := fs.parse(args, 0, ""); err != nil {
+		return nil, err
+	}
+	if err := o.sandbox.check(); err != nil {
+		return nil, err
+	}
+	if err := o.modelFlags.check(); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.out == "":
+		return nil, usagef("bench: give the run directory with --out RUNDIR (a new folder, or one that holds this run to resume it)")
+	case o.reps < 1:
+		return nil, usagef("--reps %d: give 1 or more", o.reps)
+	case o.parallel < 0:
+		return nil, usagef("--parallel %d: give 1 or more (0: the default)", o.parallel)
+	case o.taskFile != "" && (o.dataDir == "" || o.prefixName == ""):
+		return nil, usagef("--tasks needs --data DIR (the folder the tasks ask about) and --prefix P (the prefix their gold_code and solutions are written against)")
+	case o.taskFile != "" && (fs.Changed("tier") || fs.Changed("seed")):
+		return nil, usagef("--tasks brings its own tasks: drop --tier and --seed")
+	case o.dataDir != "" && (fs.Changed("tier") || fs.Changed("seed")):
+		return nil, usagef("--data names the data: drop --tier and --seed (they pick a built-in data set)")
+	}
+	if o.dataDir != "" {
+		if err := checkDataDir("--data", o.dataDir); err != nil {
+			return nil, err
+		}
+	}
+	if o.taskFile != "" {
+		if st, err := os.Stat(o.taskFile); err != nil || st.IsDir() {
+			return nil, usagef("--tasks %s: no such file; give a JSON-lines file of tasks (see ctxcode bench -h)", o.taskFile)
+		}
+	}
+	if err := checkRunDir(o.out); err != nil {
+		return nil, err
+	}
+	for _, m := range splitList(models) {
+		if m == "" {
+			return nil, usagef("--model %q: an empty name in the list", models)
+		}
+		o.models = append(o.models, m)
+	}
+	if len(o.models) == 0 {
+		m, err := o.defaultModel("bench")
+		if err != nil {
+			return nil, err
+		}
+		o.models = []string{m}
+	}
+	if dup := duplicate(o.models); dup != "" {
+		return nil, usagef("--model: %s is named twice", dup)
+	}
+	o.taskIDs = splitList(tasks)
+	// Only the reference model's code (ctxcode's own solutions) may run on
+	// this host when Docker is not there.
+	o.sandbox.hostFallback = len(o.models) == 1 && o.models[0] == llm.ReferenceName
+	if o.parallel == 0 {
+		o.parallel = defaultParallel(o.models)
+	}
+	return o, nil
+}
+
+// defaultParallel is the reference model's one trial per CPU (its trials
+// are all kernel work, so more would only queue for the CPUs), or, when a
+// model behind an API is in the run, 4 trials per CPU up to 16: those
+// trials mostly wait for the API while their kernels idle (an idle kernel
+// costs memory, not CPU), and more than 16 at once meets most providers'
+// rate limits, which the shared limiter then has to hold back anyway.
+func defaultParallel(models []string) int {
+	n := runtime.NumCPU()
+	for _, m := range models {
+		if m != llm.ReferenceName {
+			return min(4*n, 16)
+		}
+	}
+	return max(n, 1)
+}
+
+// checkRunDir refuses an --out that cannot become a run directory: a
+// file, or a folder whose parent does not exist or takes no files.
+func checkRunDir(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case err == nil && !st.IsDir():
+		return usagef("--out %s: a file, not a folder: give a folder for the run", dir)
+	case err == nil:
+		return checkWritableDir("--out", dir, "the run")
+	case errors.Is(err, os.ErrNotExist):
+		return checkWritableDir("--out", filepath.Dir(filepath.Clean(dir)), dir)
+	}
+	return usagef("--out %s: %v", dir, unwrapPath(err))
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func duplicate(xs []string) string {
+	seen := map[string]bool{}
+	for _, x := range xs {
+		if seen[x] {
+			return x
+		}
+		seen[x] = true
+	}
+	return ""
+}
+
+// benchSetup is what the run is made of, found before any trial.
+type benchSetup struct {
+	dataDir    string
+	manifest   *datasets.Manifest
+	source     bench.TaskSource
+	tasks      []datasets.Task
+	userTasks  []bench.UserTask // with --tasks, in tasks' order
+	prefix     *prefixes.Prefix // --prefix, or pm
+	conditions []bench.Condition
+	language   kernel.Language
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseBench(args, stderr)
+	if err != nil {
+		return err
+	}
+	s, err := o.setup(stderr)
+	if err != nil {
+		return err
+	}
+	tr, cleanup, err := o.sandbox.transport(ctx, s.language, s.dataDir, stderr)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if err := s.resolveGolds(ctx, tr, o.agent.CellTimeout); err != nil {
+		return err
+	}
+	obs := newBenchProgress(stderr)
+	run := &bench.Run{
+		Conditions: s.conditions,
+		Tasks:      s.tasks,
+		DataDir:    s.dataDir,
+		Transport:  tr,
+		Language:   s.language,
+		Agent:      o.agent,
+		Parallel:   o.parallel,
+		Warn:       stderr,
+	}
+	gate := llm.NewThrottle(0) // one for the endpoint every API model shares
+	for _, name := range o.models {
+		m := bench.Model{ModelInfo: bench.ModelInfo{Name: name}}
+		if name == llm.ReferenceName {
+			m.For = func(c bench.Condition) (llm.Model, error) { return s.reference(c, session.Encoding(o.encoding)) }
+		} else {
+			m.BaseURL = o.endpoint()
+			m.For = func(bench.Condition) (llm.Model, error) {
+				return o.openAI(name, func(r llm.Retry) { obs.note("ctxcode: " + r.String()) }, gate)
+			}
+		}
+		run.Models = append(run.Models, m)
+	}
+	run.Spec = o.spec(s, run)
+	mode := bench.Continue
+	switch {
+	case o.force:
+		mode = bench.Restart
+	case o.resume:
+		mode = bench.MustResume
+	}
+	log, err := bench.Open(o.out, run.Spec, mode, stderr)
+	var ce *bench.ConfigError
+	if errors.As(err, &ce) {
+		return usagef("--out %v", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	run.Observer = obs
+	out, err := run.Execute(ctx, log)
+	obs.finish()
+	if out != nil {
+		if perr := printBenchSummary(stdout, out, o.out, o.json); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	if th := gate.Stats(); th.Throttled > 0 {
+		fmt.Fprintf(stderr, "ctxcode: the API asked to slow down %d times; the workers waited %s in all\n", th.Throttled, th.Waited.Round(1e6))
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		fmt.Fprintf(stderr, "ctxcode: the run stopped; run the same command again to finish it (%d of %d trials done)\n", len(out.Final), out.Total)
+		return err
+	case err != nil:
+		return fmt.Errorf("%w\n(the run in %s resumes: run the same command again once this is fixed)", err, o.out)
+	}
+	if n := infraCount(out.Final); n > 0 {
+		return fmt.Errorf("%d trial(s) ended in an infrastructure failure (kernel, sandbox or API), not the model's result: run the same command again to retry them", n)
+	}
+	return nil
+}
+
+// setup finds the data, the tasks, the prefixes and the conditions, and
+// refuses what cannot run, before any kernel starts.
+func (o *benchOptions) setup(stderr io.Writer) (*benchSetup, error) {
+	s := &benchSetup{dataDir: o.dataDir}
+	if s.dataDir == "" {
+		dir, err := cachedData(o.tier, o.seed, stderr)
+		if err != nil {
+			return nil, err
+		}
+		s.dataDir = dir
+	}
+	d, m, err := datasets.Load(s.dataDir)
+	switch {
+	case err == nil:
+		s.manifest = m
+		s.source = bench.TaskSource{Kind: "builtin", Tier: m.Tier, Seed: m.Seed}
+	case errors.Is(err, datasets.ErrNotDataset) && o.taskFile != "":
+	case errors.Is(err, datasets.ErrNotDataset):
+		return nil, usagef("--data %s is not a ctxcode data set, so it has no built-in tasks: make one with ctxcode data gen, or bring your tasks with --tasks FILE and --prefix P", s.dataDir)
+	default:
+		return nil, dataError(err)
+	}
+	if o.taskFile != "" {
+		uts, err := bench.ReadTasks(o.taskFile)
+		if err != nil {
+			var tfe *bench.TaskFileError
+			if errors.As(err, &tfe) {
+				return nil, usagef("%v", err)
+			}
+			return nil, err
+		}
+		b, err := os.ReadFile(o.taskFile)
+		if err != nil {
+			return nil, err
+		}
+		h := sha256.Sum256(b)
+		s.source = bench.TaskSource{Kind: "file", File: o.taskFile, SHA256: hex.EncodeToString(h[:])}
+		s.userTasks = uts
+	} else if s.tasks, err = datasets.Tasks(d); err != nil {
+		return nil, err
+	}
+	if len(o.taskIDs) > 0 {
+		if err := s.only(o.taskIDs); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case o.prefixName != "":
+		if s.prefix, err = prefixes.Load(o.prefixName); err != nil {
+			return nil, usagef("%v", err)
+		}
+	default:
+		if s.prefix, err = prefixes.Load("pm"); err != nil {
+			return nil, err
+		}
+	}
+	rungs, err := parseRungs(o.conditions, string(agent.Loop), "", false, false, false)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range rungs {
+		if _, ok := conditions[r.label]; !ok {
+			return nil, usagef("--conditions: %s is not a condition", r.label)
+		}
+		p, err := prefixFor(r, s.prefix, o.prefixName != "")
+		if err != nil {
+			return nil, err
+		}
+		lang := kernel.Python // A runs in the Python kernel, for its shell op
+		if p != nil {
+			lang = p.Language
+		}
+		if i > 0 && lang != s.language {
+			return nil, usagef("--conditions: %s runs in the %s kernel and %s in the %s kernel; run them in two runs", rungs[0].label, s.language, r.label, lang)
+		}
+		s.language = lang
+		s.conditions = append(s.conditions, bench.Condition{Name: r.label, Protocol: r.protocol, Prefix: p})
+	}
+	for _, name := range o.models {
+		if name != llm.ReferenceName {
+			continue
+		}
+		for _, ut := range s.userTasks {
+			if ut.Solution == "" {
+				return nil, usagef("--model reference plays each task's solution, and task %s (%s line %d) has none: add \"solution\" to it, or use a real model", ut.ID, o.taskFile, ut.Line)
+			}
+		}
+		if s.language != kernel.Python {
+			return nil, usagef("--model reference plays Python solutions; prefix %s is %s", s.prefix.Name, s.language)
+		}
+	}
+	return s, nil
+}
+
+// only keeps the tasks named in ids, in the run's order.
+func (s *benchSetup) only(ids []string) error {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var known []string
+	if s.userTasks != nil {
+		var kept []bench.UserTask
+		for _, t := range s.userTasks {
+			known = append(known, t.ID)
+			if want[t.ID] {
+				kept = append(kept, t)
+				delete(want, t.ID)
+			}
+		}
+		s.userTasks = kept
+	} else {
+		var kept []datasets.Task
+		for _, t := range s.tasks {
+			known = append(known, t.ID)
+			if want[t.ID] {
+				kept = append(kept, t)
+				delete(want, t.ID)
+			}
+		}
+		s.tasks = kept
+	}
+	if len(want) > 0 {
+		var missing []string
+		for id := range want {
+			missing = append(missing, id)
+		}
+		sort.Strings(missing)
+		hint := ""
+		if len(known) > 0 {
+			hint = fmt.Sprintf(" (the tasks are %s … %s)", known[0], known[len(known)-1])
+		}
+		return usagef("--task: no task %s%s", strings.Join(missing, ", "), hint)
+	}
+	return nil
+}
+
+// resolveGolds computes the gold of every user task that has gold_code,
+// each in a fresh kernel over the prefix.
+func (s *benchSetup) resolveGolds(ctx context.Context, tr kernel.Transport, timeout time.Duration) error {
+	if s.userTasks == nil {
+		return nil
+	}
+	opts := kernel.ExecOptions{Timeout: timeout}
+	var k *kernel.Client
+	defer func() {
+		if k != nil {
+			_ = k.Close()
+		}
+	}()
+	for _, ut := range s.userTasks {
+		var kk kernel.Kernel
+		if ut.GoldCode != "" {
+			var err error
+			if k == nil {
+				if k, err = kernel.Start(ctx, s.prefix.Language, tr, kernel.ClientOptions{}); err != nil {
+					return err
+				}
+			} else if err = k.Restart(ctx); err != nil {
+				return err
+			}
+			kk = k
+		}
+		t, err := bench.ResolveGold(ctx, kk, s.prefix, ut, opts)
+		if err != nil {
+			var ge *bench.GoldError
+			var be *prefixes.BuildError
+			if errors.As(err, &ge) || errors.As(err, &be) {
+				return usagef("%v", err)
+			}
+			return err
+		}
+		s.tasks = append(s.tasks, t)
+	}
+	return nil
+}
+
+// reference is the reference model for condition c.
+func (s *benchSetup) reference(c bench.Condition, enc session.Encoding) (llm.Model, error) {
+	if s.userTasks == nil {
+		return builtinReference(s.tasks, c.Prefix, enc)
+	}
+	solutions := map[string]string{}
+	for _, ut := range s.userTasks {
+		solutions[ut.Question] = ut.Reference(c.Prefix, s.prefix)
+	}
+	return llm.NewReference(solutions, enc), nil
+}
+
+// spec is what run.json records of the run.
+func (o *benchOptions) spec(s *benchSetup, run *bench.Run) bench.Spec {
+	sp := bench.Spec{
+		Version: version,
+		Tasks:   s.source,
+		Reps:    o.reps,
+		Budgets: bench.BudgetsOf(o.agent),
+		Data:    bench.DataInfo{Dir: s.dataDir},
+	}
+	sp.TaskList = s.tasks
+	for _, m := range run.Models {
+		sp.Models = append(sp.Models, m.ModelInfo)
+	}
+	for _, c := range s.conditions {
+		sp.Conditions = append(sp.Conditions, c.Info())
+	}
+	if s.manifest != nil {
+		sp.Data.Manifest = s.manifest
+		b, _ := json.Marshal(s.manifest)
+		h := sha256.Sum256(b)
+		sp.Data.SHA256 = hex.EncodeToString(h[:])
+	} else {
+		sp.Data.SHA256 = folderHash(s.dataDir)
+	}
+	sp.Sandbox = bench.SandboxInfo{Kind: o.sandbox.kind, NoIPython: o.sandbox.noIPython}
+	if sp.Sandbox.Kind != string(sandbox.KindLocal) {
+		sp.Sandbox.Kind = string(sandbox.KindDocker)
+		sp.Sandbox.Image = o.sandbox.image
+		if sp.Sandbox.Image == "" {
+			sp.Sandbox.Image = sandbox.KernelImage()
+		}
+	}
+	return sp
+}
+
+// folderHash identifies a data folder that has no manifest: the SHA-256
+// of every file's path and bytes, in path order.
+func folderHash(dir string) string {
+	h := sha256.New()
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, path)
+		f, err := os.Open(path)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		fmt.Fprintf(h, "%s\x00", filepath.ToSlash(rel))
+		_, _ = io.Copy(h, f)
+		h.Write([]byte{0})
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func infraCount(final []bench.Trial) int {
+	n := 0
+	for _, t := range final {
+		if t.Class == bench.ClassInfra {
+			n++
+		}
+	}
+	return n
+}
+
+// printBenchSummary prints the table per (model, condition) and where the
+// run is.
+func printBenchSummary(w io.Writer, out *bench.Outcome, dir string, asJSON bool) error {
+	rows := bench.Summarize(out.Final)
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, r := range rows {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	many := false
+	for _, r := range rows {
+		many = many || r.Model != rows[0].Model
+	}
+	if many {
+		fmt.Fprintf(w, "%-20s ", "model")
+	}
+	fmt.Fprintf(w, "%-9s %9s %9s %6s %7s %15s %14s %8s\n", "condition", "correct", "accuracy", "infra", "turns", "context tokens", "output tokens", "wall")
+	for _, r := range rows {
+		if many {
+			fmt.Fprintf(w, "%-20s ", r.Model)
+		}
+		fmt.Fprintf(w, "%-9s %5d/%-3d %8.0f%% %6d %7.2f %15.0f %14.0f %7.1fs\n", r.Condition, r.Correct, r.Graded, 100*r.Accuracy,
+			r.Infra, r.Turns, r.ContextTokens, r.OutputTokens, r.WallMS/1000)
+	}
+	for _, r := range rows {
+		if r.Unexecuted > 0 {
+			fmt.Fprintf(w, "%-8s %d unexecuted answer(s), %d of them right: stated in text, not computed by code, so not counted in accuracy\n",
+				r.Condition, r.Unexecuted, r.UnexecutedRight)
+		}
+	}
+	if len(rows) > 0 && rows[0].Estimated {
+		fmt.Fprintln(w, "(means per trial; token counts estimated by the tokenizer where the model reported none)")
+	}
+	fmt.Fprintf(w, "%d of %d trials have a result (%d run now, %d from before); the run is in %s\n",
+		len(out.Final), out.Total, out.Ran, out.Skipped, dir)
+	return nil
+}
