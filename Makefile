@@ -22,16 +22,19 @@ image: build
 # The main job. With a model configured ($OPENAI_API_KEY or $OPENAI_BASE_URL;
 # the model name from $CTXCODE_MODEL, which a local server needs), ask it
 # QUESTION about the built-in data.
-# Without one, run the offline reference model over every built-in task in
-# every condition of the ladder (A, B, B0, D, C) and print accuracy and cost
-# per condition: the harness's cost floor.
+# Without one, bench the offline reference model over every built-in xl task
+# in every condition of the ladder (A, B, B0, C, D) into a new run directory
+# in the cache folder, and print accuracy and cost per condition: the
+# harness's cost floor.
 QUESTION ?= How many tasks are blocked?
+RUNS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ctxcode/runs
 run: setup image
 	@if [ -n "$$OPENAI_API_KEY$$OPENAI_BASE_URL" ]; then \
 	  $(BIN) ask "$(QUESTION)"; \
 	else \
-	  echo "make: no OPENAI_API_KEY or OPENAI_BASE_URL set: running the offline reference model over every built-in task in every condition"; \
-	  $(BIN) ask --model reference --task all --condition A,B,B0,D,C; \
+	  out="$(RUNS)/reference-xl-$$(date +%Y%m%d-%H%M%S)"; mkdir -p "$(RUNS)"; \
+	  echo "make: no OPENAI_API_KEY or OPENAI_BASE_URL set: benching the offline reference model over every built-in task in every condition into $$out"; \
+	  $(BIN) bench --model reference --conditions A,B,B0,C,D --tier xl --reps 1 --out "$$out"; \
 	fi
 
 # Packages run one at a time (-p 1): the sandbox and CLI tests each make

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func skipOrFail(t *testing.T, format string, args ...any) {
+func skipOrFail(t testing.TB, format string, args ...any) {
 	t.Helper()
 	testenv.SkipOrFail(t, format, args...)
 }
@@ -51,7 +51,7 @@ func requirePython(t *testing.T) {
 }
 
 // requireDocker skips (fails in CI) unless Docker and the kernel image are there.
-func requireDocker(t *testing.T) *client.Client {
+func requireDocker(t testing.TB) *client.Client {
 	t.Helper()
 	cli, err := sandbox.Connect(context.Background())
 	if err != nil {

@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/agent"
+	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/internal/testenv"
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/llm"
+	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/sandbox"
+	"github.com/ctxcode/ctxcode/session"
+)
+
+// remoteModel is the reference model behind a pause, as an API would be:
+// while a trial waits for it, the pool refills.
+type remoteModel struct {
+	llm.Model
+	delay time.Duration
+}
+
+func (m remoteModel) Complete(ctx context.Context, req session.Request) (llm.Reply, error) {
+	select {
+	case <-time.After(m.delay):
+	case <-ctx.Done():
+		return llm.Reply{}, ctx.Err()
+	}
+	return m.Model.Complete(ctx, req)
+}
+
+// BenchmarkTrialStart measures, in Docker over the xl data with the pm
+// prefix (condition D), the time from a trial's start to its first model
+// request when the warm pool has had time to refill (the model answers
+// after 1 s, as an API would), beside its baseline in the same run: a cold
+// kernel start plus the prefix build, what a trial waits without the pool.
+func BenchmarkTrialStart(b *testing.B) {
+	ctx := context.Background()
+	dir := filepath.Join(b.TempDir(), "pm")
+	tier, err := datasets.ParseTier("xl")
+	require.NoError(b, err)
+	d := datasets.Generate(tier, 1)
+	_, err = d.Write(dir, false)
+	require.NoError(b, err)
+	tasks, err := datasets.Tasks(d)
+	require.NoError(b, err)
+	tasks = tasks[:8]
+	tr, cleanup, err := sandbox.Open(ctx, sandbox.OpenOptions{Kind: sandbox.KindDocker, DataDir: dir}, io.Discard)
+	if err != nil {
+		testenv.SkipOrFail(b, "docker: %v", err)
+	}
+	defer cleanup()
+	pm, err := prefixes.Load("pm")
+	require.NoError(b, err)
+	solutions := map[string]string{}
+	for _, t := range tasks {
+		code, err := datasets.Reference(t, datasets.PythonPM)
+		require.NoError(b, err)
+		solutions[t.Question] = code
+	}
+	model := remoteModel{Model: llm.NewReference(solutions, session.O200kBase), delay: time.Second}
+	cond := Condition{Name: "D", Protocol: session.Bare, Prefix: pm}
+
+	for b.Loop() {
+		var cold []float64
+		for range 5 {
+			start := time.Now()
+			k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
+			require.NoError(b, err)
+			_, err = prefixes.Build(ctx, k, pm, kernel.ExecOptions{})
+			require.NoError(b, err)
+			cold = append(cold, float64(time.Since(start).Microseconds())/1000)
+			require.NoError(b, k.Close())
+		}
+
+		run := &Run{
+			Spec:       Spec{Reps: 1, Budgets: BudgetsOf(agent.DefaultConfig()), TaskList: tasks},
+			Models:     []Model{{ModelInfo: ModelInfo{Name: "remote"}, For: func(Condition) (llm.Model, error) { return model, nil }}},
+			Conditions: []Condition{cond},
+			Tasks:      tasks,
+			DataDir:    dir,
+			Transport:  tr,
+			Language:   kernel.Python,
+			Agent:      agent.DefaultConfig(),
+			Parallel:   1,
+		}
+		out := filepath.Join(b.TempDir(), "run")
+		require.NoError(b, os.MkdirAll(out, 0o755))
+		l, err := Open(out, run.Spec, Continue, io.Discard)
+		require.NoError(b, err)
+		res, err := run.Execute(ctx, l)
+		require.NoError(b, err)
+		require.NoError(b, l.Close())
+		var warm []float64
+		for i, t := range res.Final {
+			require.True(b, t.Correct, "trial %s", t.Key)
+			if i > 0 { // the first trial meets a pool that is still filling
+				warm = append(warm, float64(t.KernelMS))
+			}
+		}
+		b.ReportMetric(median(warm), "warm-first-request-ms")
+		b.ReportMetric(median(cold), "cold-start-ms")
+	}
+}
+
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	return xs[len(xs)/2]
+}
