@@ -379,12 +379,16 @@ func (l *Log) read(r io.Reader) (int64, error) {
 
 // Done says whether the key has a final line: one whose class is not infra.
 func (l *Log) Done(k Key) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	t, ok := l.Last[k]
 	return ok && t.Class != ClassInfra
 }
 
 // Attempts is how many lines the key has.
 func (l *Log) attempts(k Key) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	n := 0
 	for _, t := range l.Trials {
 		if t.Key == k {

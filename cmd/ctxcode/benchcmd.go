@@ -294,10 +294,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if th := gate.Stats(); th.Throttled > 0 {
 		fmt.Fprintf(stderr, "ctxcode: the API asked to slow down %d times; the workers waited %s in all\n", th.Throttled, th.Waited.Round(1e6))
 	}
+	var be *prefixes.BuildError
 	switch {
 	case err != nil && ctx.Err() != nil:
-		fmt.Fprintf(stderr, "ctxcode: the run stopped; run the same command again to finish it (%d of %d trials done)\n", len(out.Final), out.Total)
+		if out != nil {
+			fmt.Fprintf(stderr, "ctxcode: the run stopped; run the same command again to finish it (%d of %d trials done)\n", len(out.Final), out.Total)
+		}
 		return err
+	case errors.As(err, &be):
+		return usagef("%v", err) // the prefix's fault, as in ask
 	case err != nil:
 		return fmt.Errorf("%w\n(the run in %s resumes: run the same command again once this is fixed)", err, o.out)
 	}
