@@ -84,7 +84,7 @@ type Run struct {
 	// Parallel is how many trials run at once (at least 1).
 	Parallel int
 	Observer Observer // may be nil
-	// Warn hears of warnings (nil: discarded).
+	// Warn hears of warnings (nil: discarded), one line at a time.
 	Warn io.Writer
 }
 
@@ -257,6 +257,14 @@ type scheduler struct {
 	parallel int
 	pools    map[*poolRef]bool // the open ones
 	closing  sync.WaitGroup    // pools being closed
+	warnMu   sync.Mutex        // the workers warn one at a time
+}
+
+// warnf writes a warning line to the run's Warn.
+func (s *scheduler) warnf(format string, args ...any) {
+	s.warnMu.Lock()
+	defer s.warnMu.Unlock()
+	fmt.Fprintf(s.run.Warn, format, args...)
 }
 
 // next is the next trial to run, with the pools of the trials after it
@@ -341,7 +349,7 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 		if err == nil || ctx.Err() != nil || try == acquireTries {
 			break
 		}
-		fmt.Fprintf(r.Warn, "ctxcode: trial %s: no kernel (%v); trying again\n", w.key, err)
+		s.warnf("ctxcode: trial %s: no kernel (%v); trying again\n", w.key, err)
 	}
 	s.taken(w.pool)
 	if err != nil {
@@ -400,7 +408,7 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 	traj.Grade(w.task.ID, w.task.Gold, g)
 	fill(&t, res)
 	if terr := traj.Err(); terr != nil {
-		fmt.Fprintf(r.Warn, "ctxcode: trial %s: %v\n", w.key, terr)
+		s.warnf("ctxcode: trial %s: %v\n", w.key, terr)
 	}
 	if err := closeSynced(f); err != nil {
 		return Trial{}, &FatalError{fmt.Errorf("write trajectory %s: %w", rel, err)}

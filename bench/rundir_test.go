@@ -1,0 +1,586 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/agent"
+	"github.com/ctxcode/ctxcode/datasets"
+)
+
+// dirSpec is a run's Spec whose every value survives a JSON round trip
+// unchanged (numbers as float64, the manifest as a map), so that what
+// run.json holds compares equal to it.
+func dirSpec() Spec {
+	return Spec{
+		Format:  FormatVersion,
+		Version: "v0.0.0-test",
+		Created: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
+		Models: []ModelInfo{
+			{Name: "reference"},
+			{Name: "openai/gpt-4o-mini", BaseURL: "https://api.example.com/v1"},
+		},
+		Conditions: []ConditionInfo{
+			{Name: "A", Protocol: "cli"},
+			{Name: "B", Protocol: "eval", Prefix: "pm", PrefixSource: "builtin", PrefixSHA256: "aaaa"},
+		},
+		Tasks: TaskSource{Kind: "builtin", Tier: "s", Seed: 1},
+		TaskList: []datasets.Task{
+			{ID: "s-t1-1", Template: "t1", Question: "How many teams?", Params: map[string]any{"team": "T1"}, AnswerType: datasets.Integer, Gold: 3.0},
+			{ID: "s-t2-1", Template: "t2", Question: "Who?", Params: map[string]any{}, AnswerType: datasets.String, Gold: "ada"},
+		},
+		Data:    DataInfo{Dir: "/data/pm-s", SHA256: "d1d1", Manifest: map[string]any{"tier": "s"}},
+		Reps:    1,
+		Budgets: BudgetsOf(agent.DefaultConfig()),
+		Sandbox: SandboxInfo{Kind: "docker", Image: "ctxcode-kernel:test"},
+	}
+}
+
+var dirStarted = time.Date(2025, 1, 2, 4, 0, 0, 0, time.UTC)
+
+// dirTrial is a finished trial line of key k in class.
+func dirTrial(k Key, class string, attempt int) Trial {
+	t := Trial{Key: k, Attempt: attempt, Class: class, Answer: json.RawMessage("null"),
+		Trajectory: TrajectoryPath(k, attempt), Started: dirStarted, Turns: 2, WallMS: 100}
+	if class == ClassInfra {
+		t.Status, t.Error, t.Verdict = agent.ModelFailed, "500 Internal Server Error", string(agent.GradeNoAnswer)
+		return t
+	}
+	t.Status, t.Answer, t.AnswerSource = agent.Answered, json.RawMessage("42"), agent.Executed
+	t.Correct, t.AnswerRight, t.Verdict = true, true, string(agent.GradeCorrect)
+	return t
+}
+
+func dirKey(task string) Key { return Key{Model: "reference", Condition: "B", Task: task, Rep: 1} }
+
+// openDir opens dir for spec and closes the log when the test ends.
+func openDir(t *testing.T, dir string, spec Spec, mode OpenMode) (*Log, string) {
+	t.Helper()
+	var warn bytes.Buffer
+	l, err := Open(dir, spec, mode, &warn)
+	require.NoError(t, err, "warnings: %s", warn.String())
+	t.Cleanup(func() { _ = l.Close() })
+	return l, warn.String()
+}
+
+func configError(t *testing.T, err error) *ConfigError {
+	t.Helper()
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	return ce
+}
+
+func readSpecFile(t *testing.T, dir string) Spec {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, SpecFile))
+	require.NoError(t, err)
+	var s Spec
+	require.NoError(t, json.Unmarshal(b, &s), "run.json:\n%s", b)
+	return s
+}
+
+// trialLines reads trials.jsonl line by line, requiring each line to be
+// a whole trial that ends in a newline.
+func trialLines(t *testing.T, dir string) []Trial {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, TrialsFile))
+	require.NoError(t, err)
+	if len(b) == 0 {
+		return nil
+	}
+	require.True(t, bytes.HasSuffix(b, []byte("\n")), "trials.jsonl does not end in a newline:\n%s", b)
+	var out []Trial
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		var tr Trial
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &tr), "line %d: %s", len(out)+1, sc.Text())
+		out = append(out, tr)
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+func writeLines(t *testing.T, dir string, raw string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, TrialsFile), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(raw)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+func trialLine(t *testing.T, tr Trial) string {
+	t.Helper()
+	b, err := json.Marshal(tr)
+	require.NoError(t, err)
+	return string(b) + "\n"
+}
+
+func TestOpenStartsARun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dir  func(t *testing.T) string
+	}{
+		{"new folder", func(t *testing.T) string { return filepath.Join(t.TempDir(), "runs", "one") }},
+		{"empty folder", func(t *testing.T) string { return t.TempDir() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := tc.dir(t)
+			spec := dirSpec()
+			spec.Format = 0 // Open sets it
+			l, warn := openDir(t, dir, spec, Continue)
+			assert.Empty(t, warn)
+			assert.Empty(t, l.Trials)
+			assert.False(t, l.Dropped)
+
+			want := dirSpec()
+			assert.Equal(t, want, readSpecFile(t, dir))
+			assert.Equal(t, want, l.Spec)
+			st, err := os.Stat(filepath.Join(dir, TrialsFile))
+			require.NoError(t, err)
+			assert.Zero(t, st.Size(), "trials.jsonl starts empty")
+			st, err = os.Stat(filepath.Join(dir, TrajectoryDir))
+			require.NoError(t, err)
+			assert.True(t, st.IsDir())
+		})
+	}
+}
+
+func TestOpenSetsCreated(t *testing.T) {
+	spec := dirSpec()
+	spec.Created = time.Time{}
+	before := time.Now()
+	dir := t.TempDir()
+	l, _ := openDir(t, dir, spec, Continue)
+	assert.False(t, l.Spec.Created.Before(before.Add(-time.Second)), "created %v, before the test started (%v)", l.Spec.Created, before)
+	assert.Equal(t, l.Spec.Created, readSpecFile(t, dir).Created)
+}
+
+func TestOpenRefusesAFolderThatIsNotARun(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		mode OpenMode
+	}{{"continue", Continue}, {"must resume", MustResume}} {
+		t.Run(mode.name, func(t *testing.T) {
+			dir := t.TempDir()
+			notes := filepath.Join(dir, "notes.txt")
+			require.NoError(t, os.WriteFile(notes, []byte("mine"), 0o644))
+			_, err := Open(dir, dirSpec(), mode.mode, &bytes.Buffer{})
+			ce := configError(t, err)
+			assert.Equal(t, dir, ce.Dir)
+			assert.Contains(t, ce.Msg, "holds no run")
+			assert.NoFileExists(t, filepath.Join(dir, SpecFile), "a refused folder is left as it was")
+			assert.FileExists(t, notes)
+		})
+	}
+	t.Run("restart uses it", func(t *testing.T) {
+		dir := t.TempDir()
+		notes := filepath.Join(dir, "notes.txt")
+		require.NoError(t, os.WriteFile(notes, []byte("mine"), 0o644))
+		openDir(t, dir, dirSpec(), Restart)
+		assert.Equal(t, dirSpec(), readSpecFile(t, dir))
+		b, err := os.ReadFile(notes)
+		require.NoError(t, err)
+		assert.Equal(t, "mine", string(b))
+	})
+}
+
+func TestMustResumeNeedsARun(t *testing.T) {
+	for _, tc := range []struct {
+		name, dir, msg string
+	}{
+		{"missing folder", filepath.Join(t.TempDir(), "nope"), "no such folder"},
+		{"empty folder", t.TempDir(), "no run to resume"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Open(tc.dir, dirSpec(), MustResume, &bytes.Buffer{})
+			ce := configError(t, err)
+			assert.Contains(t, ce.Msg, tc.msg)
+			assert.Contains(t, ce.Msg, "drop --resume")
+			assert.NoFileExists(t, filepath.Join(tc.dir, SpecFile))
+		})
+	}
+	t.Run("a run resumes", func(t *testing.T) {
+		dir := t.TempDir()
+		l, _ := openDir(t, dir, dirSpec(), Continue)
+		require.NoError(t, l.Append(dirTrial(dirKey("s-t1-1"), ClassModel, 1)))
+		require.NoError(t, l.Close())
+		l, _ = openDir(t, dir, dirSpec(), MustResume)
+		assert.Len(t, l.Trials, 1)
+	})
+}
+
+func TestAppendAndResume(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openDir(t, dir, dirSpec(), Continue)
+	k1, k2, k3 := dirKey("s-t1-1"), dirKey("s-t2-1"), Key{Model: "openai/gpt-4o-mini", Condition: "A", Task: "s-t1-1", Rep: 1}
+	lines := []Trial{
+		dirTrial(k1, ClassInfra, 1),
+		dirTrial(k2, ClassInfra, 1),
+		dirTrial(k3, ClassModel, 1),
+		dirTrial(k1, ClassModel, 2), // k1 ran again and finished
+	}
+	lines[2].Correct, lines[2].Verdict = false, string(agent.GradeWrong)
+	for _, tr := range lines {
+		require.NoError(t, l.Append(tr))
+	}
+	assert.Equal(t, lines, l.Trials)
+	require.NoError(t, l.Close())
+	require.Error(t, l.Append(lines[0]), "a closed log takes no line")
+
+	l, warn := openDir(t, dir, dirSpec(), Continue)
+	assert.Empty(t, warn)
+	assert.False(t, l.Dropped)
+	assert.Equal(t, lines, l.Trials)
+	assert.Equal(t, lines, trialLines(t, dir))
+
+	assert.True(t, l.Done(k1), "the last line of k1 is a model result")
+	assert.False(t, l.Done(k2), "the last line of k2 is an infra failure: it runs again")
+	assert.True(t, l.Done(k3))
+	assert.False(t, l.Done(dirKey("s-t9-9")), "a key without a line is not done")
+	assert.Equal(t, lines[3], l.Last[k1])
+
+	// The last line of each key, in the order the keys first appear.
+	want := []Trial{lines[3], lines[1], lines[2]}
+	assert.Equal(t, want, l.Final())
+	assert.Equal(t, want, Final(lines))
+}
+
+func TestResumeDropsALineCutByACrash(t *testing.T) {
+	good := []Trial{dirTrial(dirKey("s-t1-1"), ClassModel, 1), dirTrial(dirKey("s-t2-1"), ClassInfra, 1)}
+	for _, tc := range []struct {
+		name string
+		tail func(t *testing.T) string
+	}{
+		{"half a line", func(t *testing.T) string {
+			line := trialLine(t, dirTrial(dirKey("s-t3-1"), ClassModel, 1))
+			return line[:len(line)/2]
+		}},
+		{"a whole line without its newline", func(t *testing.T) string {
+			line := trialLine(t, dirTrial(dirKey("s-t3-1"), ClassModel, 1))
+			return strings.TrimSuffix(line, "\n")
+		}},
+		{"a garbage last line", func(t *testing.T) string { return "\x00\x00\x00{\"mod\n" }},
+		{"a last line that is no trial", func(t *testing.T) string { return "{}\n" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			l, _ := openDir(t, dir, dirSpec(), Continue)
+			for _, tr := range good {
+				require.NoError(t, l.Append(tr))
+			}
+			require.NoError(t, l.Close())
+			writeLines(t, dir, tc.tail(t))
+
+			l, warn := openDir(t, dir, dirSpec(), Continue)
+			assert.True(t, l.Dropped)
+			assert.Contains(t, warn, "dropped a trial line cut short by a crash")
+			assert.Equal(t, good, l.Trials)
+			assert.Equal(t, good, trialLines(t, dir), "the file is cut back to its whole lines")
+
+			next := dirTrial(dirKey("s-t3-1"), ClassModel, 1)
+			require.NoError(t, l.Append(next))
+			require.NoError(t, l.Close())
+			want := append(append([]Trial{}, good...), next)
+			assert.Equal(t, want, trialLines(t, dir), "the next line starts on a line of its own")
+			_, trials, err := ReadDir(dir)
+			require.NoError(t, err)
+			assert.Equal(t, want, trials)
+
+			l, warn = openDir(t, dir, dirSpec(), Continue)
+			assert.False(t, l.Dropped)
+			assert.Empty(t, warn)
+			assert.Equal(t, want, l.Trials)
+		})
+	}
+}
+
+func TestResumeRefusesABadLineInTheMiddle(t *testing.T) {
+	for _, bad := range []string{"{not json\n", "{}\n", "\n"} {
+		t.Run(strings.TrimSpace(bad), func(t *testing.T) {
+			dir := t.TempDir()
+			l, _ := openDir(t, dir, dirSpec(), Continue)
+			require.NoError(t, l.Append(dirTrial(dirKey("s-t1-1"), ClassModel, 1)))
+			require.NoError(t, l.Close())
+			writeLines(t, dir, bad+trialLine(t, dirTrial(dirKey("s-t2-1"), ClassModel, 1)))
+			before, err := os.ReadFile(filepath.Join(dir, TrialsFile))
+			require.NoError(t, err)
+
+			_, err = Open(dir, dirSpec(), Continue, &bytes.Buffer{})
+			ce := configError(t, err)
+			assert.Contains(t, ce.Msg, TrialsFile+" line 2 is not a trial")
+			assert.Contains(t, ce.Msg, "remove that line")
+			after, err := os.ReadFile(filepath.Join(dir, TrialsFile))
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "a refused log is left as it was")
+
+			_, _, err = ReadDir(dir)
+			assert.Contains(t, configError(t, err).Msg, "line 2")
+		})
+	}
+}
+
+func TestDiff(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(s *Spec)
+		want   []string // the start of each difference, in order
+	}{
+		{"reps", func(s *Spec) { s.Reps = 3 }, []string{"reps: 1 in the run, 3 now"}},
+		{"models", func(s *Spec) { s.Models = s.Models[:1] }, []string{`models: [{"name":"reference"},{"name":"openai/gpt-4o-mini"`}},
+		{"model endpoint", func(s *Spec) { s.Models[1].BaseURL = "http://localhost:11434/v1" }, []string{"models: "}},
+		{"conditions", func(s *Spec) { s.Conditions = append(s.Conditions, ConditionInfo{Name: "D", Protocol: "bare"}) },
+			[]string{`conditions: ["A","B"] in the run, ["A","B","D"] now`}},
+		{"condition prefix", func(s *Spec) { s.Conditions[1].PrefixSHA256 = "bbbb" }, []string{"condition prefixes: "}},
+		{"task source", func(s *Spec) { s.Tasks.Seed = 2 }, []string{"tasks: "}},
+		{"task list", func(s *Spec) { s.TaskList = s.TaskList[:1] }, []string{"task list: 2 tasks (sha256 "}},
+		{"gold", func(s *Spec) { s.TaskList[0].Gold = 4.0 }, []string{"task list: 2 tasks (sha256 "}},
+		{"data", func(s *Spec) { s.Data.SHA256 = "d2d2" }, []string{`data: "d1d1" in the run, "d2d2" now`}},
+		{"budgets", func(s *Spec) { s.Budgets.MaxTurns = 5 }, []string{"budgets: "}},
+		{"sandbox", func(s *Spec) { s.Sandbox.Kind, s.Sandbox.Image = "local", "" }, []string{"sandbox: "}},
+		{"two things", func(s *Spec) { s.Reps = 2; s.Budgets.MaxTurns = 5 }, []string{"reps: ", "budgets: "}},
+		{"creation time", func(s *Spec) { s.Created = s.Created.Add(time.Hour) }, nil},
+		{"version", func(s *Spec) { s.Version = "v9" }, nil},
+		{"data folder", func(s *Spec) { s.Data.Dir = "/elsewhere" }, nil},
+		{"manifest beside its hash", func(s *Spec) { s.Data.Manifest = map[string]any{"tier": "x"} }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := dirSpec()
+			tc.change(&now)
+			diffs := Diff(dirSpec(), now)
+			require.Len(t, diffs, len(tc.want), "%q", diffs)
+			for i, d := range diffs {
+				assert.True(t, strings.HasPrefix(d, tc.want[i]), "difference %q does not start with %q", d, tc.want[i])
+			}
+		})
+	}
+	t.Run("task list counts", func(t *testing.T) {
+		now := dirSpec()
+		now.TaskList = now.TaskList[:1]
+		require.Len(t, Diff(dirSpec(), now), 1)
+		assert.Contains(t, Diff(dirSpec(), now)[0], "in the run, 1 tasks (sha256 ")
+	})
+	assert.Empty(t, Diff(dirSpec(), dirSpec()))
+}
+
+func TestOpenRefusesAnotherRun(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openDir(t, dir, dirSpec(), Continue)
+	require.NoError(t, l.Append(dirTrial(dirKey("s-t1-1"), ClassModel, 1)))
+	require.NoError(t, l.Close())
+	other := dirSpec()
+	other.Reps = 3
+	other.Data.SHA256 = "d2d2"
+
+	for _, mode := range []OpenMode{Continue, MustResume} {
+		_, err := Open(dir, other, mode, &bytes.Buffer{})
+		ce := configError(t, err)
+		assert.Contains(t, ce.Msg, "holds a run with another configuration")
+		assert.Contains(t, ce.Msg, "reps: 1 in the run, 3 now")
+		assert.Contains(t, ce.Msg, `data: "d1d1" in the run, "d2d2" now`)
+		assert.Contains(t, ce.Msg, "--force")
+	}
+	assert.Equal(t, dirSpec(), readSpecFile(t, dir), "a refused run is left as it was")
+	assert.Len(t, trialLines(t, dir), 1)
+}
+
+func TestOpenResumesUnderAnotherVersion(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openDir(t, dir, dirSpec(), Continue)
+	require.NoError(t, l.Append(dirTrial(dirKey("s-t1-1"), ClassModel, 1)))
+	require.NoError(t, l.Close())
+	now := dirSpec()
+	now.Version, now.Created, now.Data.Dir = "v9.9.9", time.Now().UTC(), "/moved/pm-s"
+	l, warn := openDir(t, dir, now, Continue)
+	assert.Contains(t, warn, "started by ctxcode v0.0.0-test and is resumed by v9.9.9")
+	assert.Len(t, l.Trials, 1)
+	assert.Equal(t, dirSpec(), l.Spec, "the run keeps its own Spec")
+}
+
+func TestOpenRestartRemovesOnlyTheRun(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openDir(t, dir, dirSpec(), Continue)
+	tr := dirTrial(dirKey("s-t1-1"), ClassModel, 1)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, tr.Trajectory), []byte("{}\n"), 0o644))
+	require.NoError(t, l.Append(tr))
+	require.NoError(t, l.Close())
+	mine := filepath.Join(dir, "analysis.ipynb")
+	require.NoError(t, os.WriteFile(mine, []byte("mine"), 0o644))
+
+	other := dirSpec()
+	other.Reps = 2
+	l, warn := openDir(t, dir, other, Restart)
+	assert.Contains(t, warn, "holds another run (reps: 1 in the run, 2 now)")
+	assert.Empty(t, l.Trials)
+	assert.Equal(t, other, readSpecFile(t, dir))
+	assert.Empty(t, trialLines(t, dir))
+	entries, err := os.ReadDir(filepath.Join(dir, TrajectoryDir))
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the old run's trajectories are gone")
+	b, err := os.ReadFile(mine)
+	require.NoError(t, err)
+	assert.Equal(t, "mine", string(b), "a file of the user's survives")
+}
+
+func TestOpenRestartsABrokenRunOnlyWhenForced(t *testing.T) {
+	for _, broken := range []string{"{not json", `{"format": 99}`} {
+		t.Run(broken, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, SpecFile), []byte(broken), 0o644))
+			_, err := Open(dir, dirSpec(), Continue, &bytes.Buffer{})
+			assert.Contains(t, configError(t, err).Msg, "--force")
+			l, warn := openDir(t, dir, dirSpec(), Restart)
+			assert.Contains(t, warn, "starting the run again")
+			assert.Empty(t, l.Trials)
+			assert.Equal(t, dirSpec(), readSpecFile(t, dir))
+		})
+	}
+}
+
+func TestReadDir(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openDir(t, dir, dirSpec(), Continue)
+	lines := []Trial{dirTrial(dirKey("s-t1-1"), ClassInfra, 1), dirTrial(dirKey("s-t1-1"), ClassModel, 2)}
+	for _, tr := range lines {
+		require.NoError(t, l.Append(tr))
+	}
+	spec, trials, err := ReadDir(dir)
+	require.NoError(t, err, "a run still open reads too")
+	assert.Equal(t, dirSpec(), *spec)
+	assert.Equal(t, lines, trials)
+
+	require.NoError(t, l.Close())
+	writeLines(t, dir, `{"model": "ref`)
+	_, trials, err = ReadDir(dir)
+	require.NoError(t, err)
+	assert.Equal(t, lines, trials, "a line cut by a crash is left out")
+
+	_, _, err = ReadDir(t.TempDir())
+	assert.Contains(t, configError(t, err).Msg, "not a run directory")
+}
+
+func TestTrajectoryPath(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		key     Key
+		attempt int
+		want    string
+	}{
+		{"plain", Key{"reference", "B0", "s-t1-1", 1}, 1, "reference.B0.s-t1-1.r1.jsonl"},
+		{"slash and colon", Key{"meta-llama/llama-3.1:8b", "A", "s-t2-3", 2}, 1, "meta-llama_llama-3.1_8b.A.s-t2-3.r2.jsonl"},
+		{"other characters", Key{"a b\\c", "B", "id*?é", 1}, 1, "a_b_c.B.id___.r1.jsonl"},
+		{"parent folder", Key{"../..", "B", "t", 1}, 1, ".._...B.t.r1.jsonl"},
+		{"second attempt", Key{"reference", "B", "s-t1-1", 1}, 2, "reference.B.s-t1-1.r1.a2.jsonl"},
+		{"tenth attempt", Key{"reference", "B", "s-t1-1", 3}, 10, "reference.B.s-t1-1.r3.a10.jsonl"},
+		{"attempt zero is the first", Key{"reference", "B", "s-t1-1", 1}, 0, "reference.B.s-t1-1.r1.jsonl"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := TrajectoryPath(tc.key, tc.attempt)
+			assert.Equal(t, filepath.Join(TrajectoryDir, tc.want), p)
+			assert.True(t, filepath.IsLocal(p), "%s leaves the run directory", p)
+			assert.Equal(t, TrajectoryDir, filepath.Dir(p), "%s is not a file of %s/", p, TrajectoryDir)
+		})
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	kB := func(task string) Key { return Key{Model: "m1", Condition: "B", Task: task, Rep: 1} }
+	right := dirTrial(kB("t1"), ClassModel, 1)
+	right.Turns, right.ContextTokens, right.OutputTokens, right.CachedTokens, right.WallMS, right.KernelMS = 2, 1000, 100, 500, 2000, 200
+
+	wrong := dirTrial(kB("t2"), ClassModel, 1)
+	wrong.Correct, wrong.AnswerRight, wrong.Verdict = false, false, string(agent.GradeWrong)
+	wrong.Turns, wrong.ContextTokens, wrong.OutputTokens, wrong.CachedTokens, wrong.WallMS, wrong.KernelMS = 4, 3000, 300, 0, 4000, 400
+	wrong.Estimated = true
+
+	unexecRight := dirTrial(kB("t3"), ClassModel, 1)
+	unexecRight.Correct, unexecRight.AnswerRight, unexecRight.Verdict, unexecRight.AnswerSource = false, true, string(agent.GradeUnexecuted), agent.Unexecuted
+	unexecRight.Turns, unexecRight.ContextTokens, unexecRight.WallMS = 1, 500, 1000
+
+	unexecWrong := unexecRight
+	unexecWrong.Key = kB("t4")
+	unexecWrong.AnswerRight = false
+
+	budget := dirTrial(kB("t5"), ClassModel, 1)
+	budget.Status, budget.Correct, budget.AnswerRight, budget.Verdict = agent.MaxTurns, false, false, string(agent.GradeNoAnswer)
+	budget.Turns, budget.ContextTokens, budget.WallMS = 12, 9000, 5000
+
+	tooLong := budget
+	tooLong.Key, tooLong.Status = kB("t6"), agent.ContextLength
+	promptBudget := budget
+	promptBudget.Key, promptBudget.Status = kB("t7"), agent.MaxPromptTokens
+
+	infra := dirTrial(kB("t8"), ClassInfra, 1)
+	infra.Turns, infra.ContextTokens, infra.OutputTokens, infra.WallMS, infra.KernelMS = 100, 1e6, 1e6, 1e7, 1e7
+	infra.Estimated = true
+	infra.Correct = true // never counted, whatever it says
+
+	other := dirTrial(Key{Model: "m2", Condition: "A", Task: "t1", Rep: 1}, ClassInfra, 1)
+
+	rows := Summarize([]Trial{right, other, wrong, unexecRight, unexecWrong, budget, tooLong, promptBudget, infra})
+	require.Len(t, rows, 2)
+
+	b := rows[0]
+	assert.Equal(t, "m1", b.Model)
+	assert.Equal(t, "B", b.Condition)
+	assert.Equal(t, 8, b.Trials)
+	assert.Equal(t, 1, b.Infra)
+	assert.Equal(t, 7, b.Graded)
+	assert.Equal(t, 1, b.Correct)
+	assert.InDelta(t, 1.0/7, b.Accuracy, 1e-9)
+	assert.Equal(t, 2, b.Unexecuted)
+	assert.Equal(t, 1, b.UnexecutedRight)
+	assert.Equal(t, 3, b.BudgetStops)
+	assert.InDelta(t, float64(2+4+1+1+12*3)/7, b.Turns, 1e-9)
+	assert.InDelta(t, float64(1000+3000+500+500+9000*3)/7, b.ContextTokens, 1e-9)
+	assert.InDelta(t, float64(100+300)/7, b.OutputTokens, 1e-9)
+	assert.InDelta(t, float64(500)/7, b.CachedTokens, 1e-9)
+	assert.InDelta(t, float64(2000+4000+1000+1000+5000*3)/7, b.WallMS, 1e-9)
+	assert.InDelta(t, float64(200+400)/7, b.KernelMS, 1e-9)
+	assert.True(t, b.Estimated)
+
+	a := rows[1]
+	assert.Equal(t, Row{Model: "m2", Condition: "A", Trials: 1, Infra: 1}, a, "only infra: nothing graded, no means")
+	assert.Empty(t, Summarize(nil))
+}
+
+// TestLogIsSafeForConcurrentUse reads a log's keys while lines are
+// appended, as Execute's workers do (each trial asks for its key's
+// attempts while other trials append): run with -race.
+func TestLogIsSafeForConcurrentUse(t *testing.T) {
+	l, _ := openDir(t, t.TempDir(), dirSpec(), Continue)
+	k := dirKey("s-t1-1")
+	const n = 50
+	appended := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(appended)
+		for i := range n {
+			assert.NoError(t, l.Append(dirTrial(k, ClassInfra, i+1)))
+		}
+	})
+	wg.Go(func() {
+		for {
+			select {
+			case <-appended:
+				return
+			default:
+				_ = l.attempts(k)
+				_ = l.Done(k)
+			}
+		}
+	})
+	wg.Wait()
+	assert.Equal(t, n, l.attempts(k))
+	assert.False(t, l.Done(k))
+}
