@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -453,7 +454,9 @@ func answerJSON(res *agent.Result) json.RawMessage {
 	case res.Answer == "":
 		return json.RawMessage("null")
 	case res.AnswerSource == agent.Executed && json.Valid([]byte(res.Answer)):
-		return json.RawMessage(res.Answer)
+		var b bytes.Buffer
+		_ = json.Compact(&b, []byte(res.Answer)) // as the log line holds it
+		return b.Bytes()
 	}
 	b, _ := json.Marshal(res.Answer)
 	return b

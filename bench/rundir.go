@@ -275,7 +275,8 @@ func readSpec(dir string) (*Spec, error) {
 }
 
 func create(dir string, spec Spec) (*Log, error) {
-	if err := os.MkdirAll(filepath.Join(dir, TrajectoryDir), runDirPerm); err != nil {
+	// run.json first: a kill before it leaves the folder as it was.
+	if err := os.MkdirAll(dir, runDirPerm); err != nil {
 		return nil, err
 	}
 	if spec.Created.IsZero() {
@@ -286,6 +287,9 @@ func create(dir string, spec Spec) (*Log, error) {
 		return nil, err
 	}
 	if err := writeFileSync(filepath.Join(dir, SpecFile), append(b, '\n')); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, TrajectoryDir), runDirPerm); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(filepath.Join(dir, TrialsFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, trialsFilePerm)
@@ -493,16 +497,24 @@ func TrajectoryPath(k Key, attempt int) string {
 }
 
 // safeName keeps a name's letters, digits, dot, dash and underscore, and
-// replaces the rest (a model's slash, say) with an underscore.
+// replaces the rest (a model's slash, say) with an underscore; a name so
+// changed gets a short hash of itself, so that "a/b" and "a:b" keep files
+// apart.
 func safeName(s string) string {
 	var b strings.Builder
+	changed := false
 	for _, r := range s {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
 			b.WriteRune(r)
 		default:
 			b.WriteByte('_')
+			changed = true
 		}
+	}
+	if changed {
+		h := sha256.Sum256([]byte(s))
+		b.WriteString("-" + hex.EncodeToString(h[:3]))
 	}
 	return b.String()
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -477,9 +479,9 @@ func TestTrajectoryPath(t *testing.T) {
 		want    string
 	}{
 		{"plain", Key{"reference", "B0", "s-t1-1", 1}, 1, "reference.B0.s-t1-1.r1.jsonl"},
-		{"slash and colon", Key{"meta-llama/llama-3.1:8b", "A", "s-t2-3", 2}, 1, "meta-llama_llama-3.1_8b.A.s-t2-3.r2.jsonl"},
-		{"other characters", Key{"a b\\c", "B", "id*?é", 1}, 1, "a_b_c.B.id___.r1.jsonl"},
-		{"parent folder", Key{"../..", "B", "t", 1}, 1, ".._...B.t.r1.jsonl"},
+		{"slash and colon", Key{"meta-llama/llama-3.1:8b", "A", "s-t2-3", 2}, 1, "meta-llama_llama-3.1_8b-" + short("meta-llama/llama-3.1:8b") + ".A.s-t2-3.r2.jsonl"},
+		{"other characters", Key{"a b\\c", "B", "id*?é", 1}, 1, "a_b_c-" + short("a b\\c") + ".B.id___-" + short("id*?é") + ".r1.jsonl"},
+		{"parent folder", Key{"../..", "B", "t", 1}, 1, ".._..-" + short("../..") + ".B.t.r1.jsonl"},
 		{"second attempt", Key{"reference", "B", "s-t1-1", 1}, 2, "reference.B.s-t1-1.r1.a2.jsonl"},
 		{"tenth attempt", Key{"reference", "B", "s-t1-1", 3}, 10, "reference.B.s-t1-1.r3.a10.jsonl"},
 		{"attempt zero is the first", Key{"reference", "B", "s-t1-1", 1}, 0, "reference.B.s-t1-1.r1.jsonl"},
@@ -491,6 +493,22 @@ func TestTrajectoryPath(t *testing.T) {
 			assert.Equal(t, TrajectoryDir, filepath.Dir(p), "%s is not a file of %s/", p, TrajectoryDir)
 		})
 	}
+}
+
+// short is the hash safeName adds to a name it changed.
+func short(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:3])
+}
+
+// Names that clean up alike keep their files apart.
+func TestTrajectoryPathKeepsChangedNamesApart(t *testing.T) {
+	a := TrajectoryPath(Key{"org/model", "A", "t1", 1}, 1)
+	b := TrajectoryPath(Key{"org:model", "A", "t1", 1}, 1)
+	c := TrajectoryPath(Key{"org_model", "A", "t1", 1}, 1)
+	assert.NotEqual(t, a, b)
+	assert.NotEqual(t, a, c)
+	assert.NotEqual(t, b, c)
 }
 
 func TestSummarize(t *testing.T) {

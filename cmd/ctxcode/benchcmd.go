@@ -251,7 +251,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Language:   s.language,
 		Agent:      o.agent,
 		Parallel:   o.parallel,
-		Warn:       stderr,
+		Warn:       obs,
 	}
 	gate := llm.NewThrottle(0) // one for the endpoint every API model shares
 	for _, name := range o.models {

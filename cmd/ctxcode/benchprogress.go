@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,6 +130,14 @@ func (p *benchProgress) note(line string) {
 	if p.bar != nil {
 		_ = p.bar.RenderBlank()
 	}
+}
+
+// Write prints warnings (whole lines) above the bar: it is the run's Warn.
+func (p *benchProgress) Write(b []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		p.note(line)
+	}
+	return len(b), nil
 }
 
 // finish ends the bar's line.
