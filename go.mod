@@ -12,6 +12,7 @@ require (
 	github.com/traefik/yaegi v0.16.1
 	golang.org/x/sys v0.49.0
 	golang.org/x/time v0.16.0
+	gonum.org/v1/gonum v0.17.0
 )
 
 require (
