@@ -222,41 +222,86 @@ const (
 // resume under another ctxcode version and of a line cut by a crash.
 func Open(dir string, spec Spec, mode OpenMode, warn io.Writer) (*Log, error) {
 	spec.Format = FormatVersion
-	entries, err := os.ReadDir(dir)
+	st, old, why, err := inspect(dir, &spec, mode)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		if mode == MustResume {
-			return nil, &ConfigError{dir, "no such folder: there is no run to resume (drop --resume to start one)"}
-		}
 	case err != nil:
-		return nil, &ConfigError{dir, fmt.Sprintf("cannot read the run folder: %v", err)}
-	}
-	old, err := readSpec(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist) && len(entries) > 0 && mode != Restart:
-		return nil, &ConfigError{dir, fmt.Sprintf("the folder is not empty and holds no run (no %s): give another --out, or --force to use it", SpecFile)}
-	case errors.Is(err, os.ErrNotExist) && mode == MustResume:
-		return nil, &ConfigError{dir, fmt.Sprintf("there is no run to resume (no %s): drop --resume to start one", SpecFile)}
-	case errors.Is(err, os.ErrNotExist):
+		return nil, err
+	case st == newRun:
 		return create(dir, spec)
-	case err != nil && mode == Restart:
-		fmt.Fprintf(warn, "ctxcode: %s: %v; --force: starting the run again\n", dir, err)
+	case st == otherRun:
+		fmt.Fprintf(warn, "ctxcode: %s holds another run (%s); --force: starting again\n", dir, why)
 		return restart(dir, spec)
-	case err != nil:
-		return nil, &ConfigError{dir, fmt.Sprintf("%v: fix it, or --force to start the run again", err)}
-	}
-	if diffs := Diff(*old, spec); len(diffs) > 0 {
-		if mode == Restart {
-			fmt.Fprintf(warn, "ctxcode: %s holds another run (%s); --force: starting again\n", dir, strings.Join(diffs, "; "))
-			return restart(dir, spec)
-		}
-		return nil, &ConfigError{dir, "holds a run with another configuration, so it cannot be resumed with this one:\n  " +
-			strings.Join(diffs, "\n  ") + "\ngive another --out for a new run, or --force to discard this one and start again"}
+	case st == brokenRun:
+		fmt.Fprintf(warn, "ctxcode: %s: %s; --force: starting the run again\n", dir, why)
+		return restart(dir, spec)
 	}
 	if old.Version != spec.Version {
 		fmt.Fprintf(warn, "ctxcode: warning: the run was started by ctxcode %s and is resumed by %s\n", old.Version, spec.Version)
 	}
 	return resume(dir, *old, warn)
+}
+
+// Check says, without writing anything, whether Open would refuse dir: a
+// *ConfigError, or nil. With spec nil (not known yet: the golds of a
+// user's tasks are computed in a kernel) the configurations are not
+// compared; Open compares them.
+func Check(dir string, spec *Spec, mode OpenMode) error {
+	if spec != nil {
+		s := *spec
+		s.Format = FormatVersion
+		spec = &s
+	}
+	_, _, _, err := inspect(dir, spec, mode)
+	return err
+}
+
+// dirState is what a run directory holds.
+type dirState int
+
+const (
+	newRun    dirState = iota // nothing: a run starts
+	sameRun                   // this run: it resumes
+	otherRun                  // a run with another configuration; mode is Restart
+	brokenRun                 // a run.json that does not parse; mode is Restart
+)
+
+// inspect reads what dir holds and refuses what mode does not allow; why
+// names the differences of otherRun or the fault of brokenRun. A nil
+// spec matches any run.
+func inspect(dir string, spec *Spec, mode OpenMode) (st dirState, old *Spec, why string, err error) {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if mode == MustResume {
+			return 0, nil, "", &ConfigError{dir, "no such folder: there is no run to resume (drop --resume to start one)"}
+		}
+	case err != nil:
+		return 0, nil, "", &ConfigError{dir, fmt.Sprintf("cannot read the run folder: %v", err)}
+	}
+	old, err = readSpec(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && len(entries) > 0 && mode != Restart:
+		return 0, nil, "", &ConfigError{dir, fmt.Sprintf("the folder is not empty and holds no run (no %s): give another --out, or --force to use it", SpecFile)}
+	case errors.Is(err, os.ErrNotExist) && mode == MustResume:
+		return 0, nil, "", &ConfigError{dir, fmt.Sprintf("there is no run to resume (no %s): drop --resume to start one", SpecFile)}
+	case errors.Is(err, os.ErrNotExist):
+		return newRun, nil, "", nil
+	case err != nil && mode == Restart:
+		return brokenRun, nil, err.Error(), nil
+	case err != nil:
+		return 0, nil, "", &ConfigError{dir, fmt.Sprintf("%v: fix it, or --force to start the run again", err)}
+	}
+	if spec == nil {
+		return sameRun, old, "", nil
+	}
+	if diffs := Diff(*old, *spec); len(diffs) > 0 {
+		if mode == Restart {
+			return otherRun, old, strings.Join(diffs, "; "), nil
+		}
+		return 0, nil, "", &ConfigError{dir, "holds a run with another configuration, so it cannot be resumed with this one:\n  " +
+			strings.Join(diffs, "\n  ") + "\ngive another --out for a new run, or --force to discard this one and start again"}
+	}
+	return sameRun, old, "", nil
 }
 
 func readSpec(dir string) (*Spec, error) {

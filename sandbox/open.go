@@ -83,8 +83,10 @@ func inputErrorf(format string, args ...any) error {
 // gone processes. Bad options are an *InputError, found before anything
 // is connected or started.
 //
-// The cleanup function, never nil, closes the Docker client: call it once
-// the transport's kernels are closed.
+// The cleanup function, never nil, sweeps the orphans again (a killed
+// process's container may have been created after the first sweep) and
+// closes the Docker client: call it once the transport's kernels are
+// closed.
 func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transport, func(), error) {
 	noop := func() {}
 	if err := opts.Check(); err != nil {
@@ -107,7 +109,14 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 		}
 		return nil, noop, err
 	}
-	cleanup := func() { _ = cli.Close() }
+	cleanup := func() {
+		// Sweep again at the end: a container a killed process was still
+		// creating when the first sweep ran may have appeared since.
+		sctx, cancel := context.WithTimeout(context.Background(), opts.SweepTimeout)
+		_ = Sweep(sctx, cli)
+		cancel()
+		_ = cli.Close()
+	}
 	sctx, cancel := context.WithTimeout(ctx, opts.SweepTimeout)
 	err = Sweep(sctx, cli)
 	cancel()

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/datasets"
 	"github.com/ctxcode/ctxcode/kernel"
@@ -234,20 +233,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	tr, cleanup, err := o.sandbox.transport(ctx, s.language, s.dataDir, stderr)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	if err := s.resolveGolds(ctx, tr, o.agent.CellTimeout); err != nil {
-		return err
-	}
 	obs := newBenchProgress(stderr)
 	run := &bench.Run{
 		Conditions: s.conditions,
-		Tasks:      s.tasks,
 		DataDir:    s.dataDir,
-		Transport:  tr,
 		Language:   s.language,
 		Agent:      o.agent,
 		Parallel:   o.parallel,
@@ -266,7 +255,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		run.Models = append(run.Models, m)
 	}
-	run.Spec = o.spec(s, run)
 	mode := bench.Continue
 	switch {
 	case o.force:
@@ -274,7 +262,31 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case o.resume:
 		mode = bench.MustResume
 	}
-	log, err := bench.Open(o.out, run.Spec, mode, stderr)
+	// The run folder is checked before any kernel starts: whole when the
+	// golds are known, else all but the comparison of configurations
+	// (gold_code runs in a kernel).
+	var known *bench.Spec
+	if !s.needsGolds() {
+		if err := s.resolveGolds(ctx, nil, o.agent.CellTimeout); err != nil { // no kernel: every gold is given
+			return err
+		}
+		spec := o.spec(s, run)
+		known = &spec
+	}
+	if err := bench.Check(o.out, known, mode); err != nil {
+		return usagef("--out %v", err)
+	}
+	tr, cleanup, err := o.sandbox.transport(ctx, s.language, s.dataDir, stderr)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if err := s.resolveGolds(ctx, tr, o.agent.CellTimeout); err != nil {
+		return err
+	}
+	run.Transport, run.Tasks = tr, s.tasks
+	run.Spec = o.spec(s, run)
+	log, err := bench.Open(o.out, run.Spec, mode, obs)
 	var ce *bench.ConfigError
 	if errors.As(err, &ce) {
 		return usagef("--out %v", err)
@@ -368,14 +380,11 @@ func (o *benchOptions) setup(stderr io.Writer) (*benchSetup, error) {
 			return nil, err
 		}
 	}
-	rungs, err := parseRungs(o.conditions, string(agent.Loop), "", false, false, false)
+	rungs, err := parseConditions(o.conditions, "--conditions", "")
 	if err != nil {
 		return nil, err
 	}
 	for i, r := range rungs {
-		if _, ok := conditions[r.label]; !ok {
-			return nil, usagef("--conditions: %s is not a condition", r.label)
-		}
 		p, err := prefixFor(r, s.prefix, o.prefixName != "")
 		if err != nil {
 			return nil, err
@@ -449,10 +458,21 @@ func (s *benchSetup) only(ids []string) error {
 	return nil
 }
 
+// needsGolds says whether some user task's gold is computed by its
+// gold_code in a kernel.
+func (s *benchSetup) needsGolds() bool {
+	for _, ut := range s.userTasks {
+		if ut.GoldCode != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // resolveGolds computes the gold of every user task that has gold_code,
 // each in a fresh kernel over the prefix.
 func (s *benchSetup) resolveGolds(ctx context.Context, tr kernel.Transport, timeout time.Duration) error {
-	if s.userTasks == nil {
+	if s.userTasks == nil || len(s.tasks) > 0 { // built-in tasks, or resolved already
 		return nil
 	}
 	opts := kernel.ExecOptions{Timeout: timeout}

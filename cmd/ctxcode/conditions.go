@@ -67,19 +67,13 @@ func parseRungs(condition, mode, protocol string, modeSet, protocolSet, prefixSe
 		}
 		return rungs, nil
 	}
-	var rungs []rung
-	seen := map[string]bool{}
+	rungs, err := parseConditions(condition, "--condition", " (a comma list with --task all)")
+	if err != nil {
+		return nil, err
+	}
 	onlyA := true
-	for _, c := range strings.Split(condition, ",") {
-		id := strings.ToUpper(strings.TrimSpace(c))
-		r, ok := conditions[id]
-		if !ok {
-			return nil, usagef("--condition %q: expected one of %s (a comma list with --task all)", c, strings.Join(conditionOrder, ", "))
-		}
-		if seen[id] {
-			return nil, usagef("--condition: %s is named twice", id)
-		}
-		seen[id] = true
+	for _, r := range rungs {
+		id := r.label
 		switch {
 		case modeSet && mode != string(r.mode):
 			return nil, usagef("--condition %s runs in --mode %s, not %s: drop --mode (--condition names the whole rung)", id, r.mode, mode)
@@ -89,11 +83,33 @@ func parseRungs(condition, mode, protocol string, modeSet, protocolSet, prefixSe
 			return nil, usagef("--condition %s is the one shot, which has no --protocol: drop it", id)
 		}
 		onlyA = onlyA && r.prefix == noPrefix
-		rungs = append(rungs, r)
 	}
 	if prefixSet && onlyA {
 		// With other conditions, --prefix is theirs; A never has one.
 		return nil, usagef("--condition A runs without a prefix (a skill document describes the files): drop --prefix")
+	}
+	return rungs, nil
+}
+
+// parseConditions reads a comma list of conditions given with flag; hint
+// ends the message for a name that is not one.
+func parseConditions(list, flag, hint string) ([]rung, error) {
+	var rungs []rung
+	seen := map[string]bool{}
+	for _, c := range strings.Split(list, ",") {
+		id := strings.ToUpper(strings.TrimSpace(c))
+		if id == "" && strings.TrimSpace(list) == "" {
+			return nil, usagef("%s: name at least one of %s", flag, strings.Join(conditionOrder, ", "))
+		}
+		r, ok := conditions[id]
+		if !ok {
+			return nil, usagef("%s %q: expected one of %s%s", flag, strings.TrimSpace(c), strings.Join(conditionOrder, ", "), hint)
+		}
+		if seen[id] {
+			return nil, usagef("%s: %s is named twice", flag, id)
+		}
+		seen[id] = true
+		rungs = append(rungs, r)
 	}
 	return rungs, nil
 }

@@ -18,6 +18,7 @@ type modelFlags struct {
 	encoding   string
 	seed       int
 	reqTimeout time.Duration
+	retries    int
 	agent      agent.Config
 }
 
@@ -28,6 +29,7 @@ func (m *modelFlags) register(fs *flagSet, seedFlag string) {
 	fs.StringVar(&m.encoding, "encoding", string(session.O200kBase), "token vocabulary for estimates: o200k_base or cl100k_base")
 	fs.IntVar(&m.seed, seedFlag, -1, "sampling seed sent to the model (-1: none)")
 	fs.DurationVar(&m.reqTimeout, "request-timeout", 2*time.Minute, "time limit of one model request")
+	fs.IntVar(&m.retries, "retries", llm.DefaultMaxRetries, "times a failed model request is tried again (429, 5xx, timeouts)")
 	fs.IntVar(&m.agent.MaxTurns, "max-turns", m.agent.MaxTurns, "most model calls in a run")
 	fs.IntVar(&m.agent.MaxPromptTokens, "max-prompt-tokens", m.agent.MaxPromptTokens, "most prompt tokens summed over a run's calls")
 	fs.IntVar(&m.agent.MaxOutputTokens, "max-output-tokens", 4096, "most output tokens per model call")
@@ -51,6 +53,8 @@ func (m *modelFlags) check() error {
 		return usagef("--max-output-tokens %d: give a positive number of tokens", m.agent.MaxOutputTokens)
 	case m.agent.CellTimeout <= 0:
 		return usagef("--timeout %s: give a positive duration such as 30s", m.agent.CellTimeout)
+	case m.retries < 0:
+		return usagef("--retries %d: give 0 (never retry) or more", m.retries)
 	case m.reqTimeout <= 0:
 		return usagef("--request-timeout %s: give a positive duration such as 2m", m.reqTimeout)
 	case m.agent.MaxRestarts < 0:
@@ -104,6 +108,10 @@ func (m *modelFlags) openAI(name string, onRetry func(llm.Retry), gate llm.Gate)
 	}
 	cfg.MaxOutputTokens = m.agent.MaxOutputTokens
 	cfg.Timeout = m.reqTimeout
+	cfg.MaxRetries = m.retries
+	if m.retries == 0 {
+		cfg.MaxRetries = -1 // llm's zero is its default
+	}
 	cfg.Encoding = session.Encoding(m.encoding)
 	cfg.OnRetry = onRetry
 	cfg.Gate = gate
