@@ -44,6 +44,7 @@ Usage:
 Commands:
   ask       ask a model a question about data; it answers by running cells in a live session
   bench     run the cost ladder as an experiment: conditions x tasks x reps x models, resumable
+  report    the ladder of a bench run with intervals and paired attribution, as Markdown and HTML
   data      generate a project-management dataset (data gen)
   exec      run cells in a fresh kernel and print them IPython style
   sandbox   build the kernel image, check Docker, remove leftover containers
@@ -82,6 +83,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runAsk(ctx, rest, stdout, stderr)
 	case "bench":
 		err = runBench(ctx, rest, stdout, stderr)
+	case "report":
+		err = runReport(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "ctxcode", version)
 	case "help", "-h", "-help", "--help":

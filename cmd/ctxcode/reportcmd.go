@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/ctxcode/ctxcode/bench"
+	reports "github.com/ctxcode/ctxcode/report"
+)
+
+const reportUsage = `Usage:
+  ctxcode report RUNDIR [RUNDIR2] [--md FILE] [--html FILE] [--json] [--baseline C] [--prices FILE]
+
+Reads a run directory written by "ctxcode bench" (nothing else: it works on
+a run from another machine) and writes the ladder: per model and condition,
+accuracy with a Wilson 95% interval, turns, context, output, cached and
+reasoning tokens and wall time (mean with a bootstrap 95% interval over
+tasks, median, IQR), infrastructure failures and budget stops counted
+apart; the attribution of the cost gap layer by layer, paired by task
+(representation B0/A, working habits B/B0, protocol D/B, loop C/D: geometric
+means of per-task ratios, and the accuracy difference); every condition
+against --baseline (default A); and a table per task linking each trial's
+trajectory.
+
+With two run directories the second is compared with the first, paired by
+condition and task (two models, or a harness before and after a change).
+
+Writes RUNDIR/report.md and RUNDIR/report.html (replacing the ones a
+previous report wrote there), or the files --md and --html name (which
+must not exist, unless --force). --json prints every number as one JSON
+object on stdout. --prices FILE is a JSON object from model name to
+{"input", "cached_input", "output"} in USD per 1M tokens: money is shown
+only then.
+
+Exit codes: 0 written; 1 a file could not be written; 2 bad input (not a run
+directory, a malformed log or prices file, an unknown --baseline).
+`
+
+func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("report", reportUsage, stderr)
+	md := fs.String("md", "", "the Markdown file to write (default RUNDIR/report.md)")
+	html := fs.String("html", "", "the HTML file to write (default RUNDIR/report.html)")
+	asJSON := fs.Bool("json", false, "print every number of the report as one JSON object")
+	baseline := fs.String("baseline", "", "the condition every other is compared with (default A when the run has it)")
+	pricesFile := fs.String("prices", "", "model prices, a JSON file: {\"MODEL\": {\"input\": USD, \"cached_input\": USD, \"output\": USD}} per 1M tokens")
+	force := fs.Bool("force", false, "overwrite --md and --html if they exist")
+	if err := fs.parse(args, 2, "one or two run directories"); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usagef("report: give the run directory: ctxcode report RUNDIR (written by ctxcode bench --out RUNDIR)")
+	}
+	var opts reports.Options
+	opts.Baseline = *baseline
+	if *pricesFile != "" {
+		p, err := reports.ReadPrices(*pricesFile)
+		if err != nil {
+			return usagef("--prices %v", err)
+		}
+		opts.Prices = p
+	}
+	var runs []*reports.Run
+	for _, dir := range fs.Args() {
+		if err := checkDataDir("report:", dir); err != nil {
+			return err
+		}
+		r, err := reports.Load(dir)
+		var ce *bench.ConfigError
+		if errors.As(err, &ce) {
+			return usagef("report: %v", err)
+		}
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	mdPath, htmlPath := *md, *html
+	defaults := map[string]bool{}
+	if mdPath == "" {
+		mdPath = filepath.Join(runs[0].Dir, "report.md")
+		defaults[mdPath] = true
+	}
+	if htmlPath == "" {
+		htmlPath = filepath.Join(runs[0].Dir, "report.html")
+		defaults[htmlPath] = true
+	}
+	for _, p := range []string{mdPath, htmlPath} {
+		if err := checkOutput("report", p, *force || defaults[p]); err != nil {
+			return err
+		}
+	}
+	rep, err := reports.Build(runs, opts)
+	var ie *reports.InputError
+	if errors.As(err, &ie) {
+		return usagef("%v", err)
+	}
+	if err != nil {
+		return err
+	}
+
+	var mdBuf bytes.Buffer
+	link, err := filepath.Rel(filepath.Dir(absPath(mdPath)), absPath(runs[0].Dir))
+	if err != nil {
+		link = absPath(runs[0].Dir)
+	}
+	if err := reports.Markdown(&mdBuf, rep, filepath.ToSlash(link)); err != nil {
+		return err
+	}
+	if err := writeAtomic("report", mdPath, mdBuf.Bytes(), true); err != nil {
+		return err
+	}
+	var htmlBuf bytes.Buffer
+	if err := reports.HTML(&htmlBuf, rep, runs); err != nil {
+		return err
+	}
+	if err := writeAtomic("report", htmlPath, htmlBuf.Bytes(), true); err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "wrote %s and %s\n", mdPath, htmlPath)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(stderr, "ctxcode: note: %s\n", n)
+	}
+	return nil
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}

@@ -1,0 +1,202 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"strings"
+)
+
+// Markdown writes rep as GitHub-flavoured Markdown. runLink is the path
+// from the Markdown file's folder to the (first) run directory, for the
+// links to each trial's trajectory; "" for none.
+func Markdown(w io.Writer, rep *Report, runLink string) error {
+	var b strings.Builder
+	b.WriteString("# ctxcode report\n\n")
+	for i, r := range rep.Runs {
+		label := "Run"
+		if len(rep.Runs) > 1 {
+			label = fmt.Sprintf("Run %d", i+1)
+		}
+		fmt.Fprintf(&b, "**%s** `%s`: models %s; conditions %s; %d tasks (%s) × %d reps; %d of %d trials have a result (%d lines); sandbox %s; ctxcode %s, started %s.\n\n",
+			label, r.Dir, strings.Join(r.Models, ", "), strings.Join(r.Conditions, ", "), r.Tasks, r.TaskSource, r.Reps,
+			r.Keys, r.Expected, r.Lines, r.Sandbox, r.Version, r.Created)
+	}
+
+	b.WriteString("## The ladder\n\n")
+	b.WriteString("Accuracy with a Wilson 95% interval over the trials with a model result; tokens and time as the mean [bootstrap 95% interval over tasks] (median; IQR). Infrastructure failures are counted apart and left out of every other figure.\n\n")
+	many := len(rep.Runs) > 1
+	head := []string{"model", "condition", "trials", "accuracy", "infra", "budget stops", "answers (exec/stated/unexec/none)",
+		"turns", "context tokens", "output tokens", "cached tokens", "wall"}
+	if many {
+		head = append([]string{"run"}, head...)
+	}
+	money := false
+	for _, r := range rep.Rows {
+		money = money || r.Money != nil
+	}
+	if money {
+		head = append(head, "USD per trial", "USD in all", "cache saved")
+	}
+	table(&b, head, len(head))
+	for _, r := range rep.Rows {
+		cells := []string{r.Model, r.Condition, fmt.Sprint(r.Trials), accuracy(r.Correct, r.Graded, r.Accuracy),
+			fmt.Sprint(r.Infra), fmt.Sprint(r.BudgetStops),
+			fmt.Sprintf("%d/%d/%d/%d", r.Sources.Executed, r.Sources.Stated, r.Sources.Unexecuted, r.Sources.None),
+			dist(r.Turns, 2), dist(r.Context, 0), dist(r.Output, 0), dist(r.Cached, 0), wallSeconds(r.WallMS)}
+		if many {
+			cells = append([]string{fmt.Sprint(r.Run + 1)}, cells...)
+		}
+		if money {
+			if m := r.Money; m != nil {
+				cells = append(cells, fmt.Sprintf("%.5f", m.MeanUSD), fmt.Sprintf("%.4f", m.TotalUSD), fmt.Sprintf("%.4f", m.CacheSavedUSD))
+			} else {
+				cells = append(cells, "", "", "")
+			}
+		}
+		row(&b, cells)
+	}
+	for _, r := range rep.Rows {
+		if r.Estimated {
+			b.WriteString("\nToken counts are estimated by the tokenizer where the model reported none.\n")
+			break
+		}
+	}
+
+	if len(rep.Layers) > 0 {
+		b.WriteString("\n## The attribution, paired by task\n\n")
+		b.WriteString("Each layer is the later condition against the earlier one: the geometric mean over tasks of the per-task ratio of mean tokens [bootstrap 95% interval], and the paired difference in accuracy. A ratio below 1 is a saving.\n\n")
+		comparisons(&b, rep.Layers, "layer")
+	}
+	if len(rep.Versus) > 0 {
+		fmt.Fprintf(&b, "\n## Every condition against %s, paired by task\n\n", rep.Baseline)
+		comparisons(&b, rep.Versus, "comparison")
+	}
+	if len(rep.Pairs) > 0 {
+		b.WriteString("\n## The second run against the first, paired by (condition, task)\n\n")
+		comparisons(&b, rep.Pairs, "condition")
+	}
+
+	if len(rep.Tasks) > 0 {
+		b.WriteString("\n## Per task\n\n")
+		b.WriteString("Correct of the reps with a model result, mean turns, mean context tokens; each rep links to its trajectory.\n\n")
+		head := []string{"task"}
+		for _, c := range rep.Tasks[0].Cells {
+			head = append(head, cellLabel(c, rep))
+		}
+		table(&b, head, len(head))
+		for _, t := range rep.Tasks {
+			cells := []string{t.Task}
+			for _, c := range t.Cells {
+				cells = append(cells, taskCell(c, runLink))
+			}
+			row(&b, cells)
+		}
+	}
+	if len(rep.Notes) > 0 {
+		b.WriteString("\n## Notes\n\n")
+		for _, n := range rep.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func cellLabel(c TaskCell, rep *Report) string {
+	models := map[string]bool{}
+	for _, r := range rep.Rows {
+		if r.Run == 0 {
+			models[r.Model] = true
+		}
+	}
+	if len(models) > 1 {
+		return c.Model + " " + c.Condition
+	}
+	return c.Condition
+}
+
+func taskCell(c TaskCell, runLink string) string {
+	s := fmt.Sprintf("%d/%d · %.1f turns · %.0f", c.Correct, c.Reps, c.Turns, c.Context)
+	if c.Reps == 0 {
+		s = "no result"
+	}
+	if c.Infra > 0 {
+		s += fmt.Sprintf(" · %d infra", c.Infra)
+	}
+	if runLink != "" {
+		var links []string
+		for i, t := range c.Trials {
+			links = append(links, fmt.Sprintf("[r%d](%s)", i+1, path.Join(runLink, t)))
+		}
+		if len(links) > 0 {
+			s += " · " + strings.Join(links, " ")
+		}
+	}
+	return s
+}
+
+func comparisons(b *strings.Builder, cs []Comparison, first string) {
+	table(b, []string{first, "model", "from → to", "tasks", "context ratio", "output ratio", "accuracy difference"}, 7)
+	for _, c := range cs {
+		model := c.Model
+		if c.FromModel != "" {
+			model = c.FromModel + " → " + c.Model
+		}
+		row(b, []string{c.Name, model, c.From + " → " + c.To, fmt.Sprint(c.Tasks),
+			ratio(c.Context, c.Tasks), ratio(c.Output, c.Tasks), diff(c.Accuracy, c.Tasks)})
+	}
+}
+
+func table(b *strings.Builder, head []string, n int) {
+	row(b, head)
+	seps := make([]string, n)
+	for i := range seps {
+		seps[i] = "---"
+	}
+	row(b, seps)
+}
+
+func row(b *strings.Builder, cells []string) {
+	for i, c := range cells {
+		cells[i] = strings.ReplaceAll(c, "|", `\|`)
+	}
+	b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+}
+
+func accuracy(k, n int, iv Interval) string {
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%d/%d = %.0f%% [%.0f, %.0f]", k, n, 100*iv.Est, 100*iv.Lo, 100*iv.Hi)
+}
+
+func dist(d Dist, prec int) string {
+	if d.N == 0 {
+		return "–"
+	}
+	f := func(x float64) string { return fmt.Sprintf("%.*f", prec, x) }
+	return fmt.Sprintf("%s [%s, %s] (%s; %s–%s)", f(d.Mean), f(d.Lo), f(d.Hi), f(d.Median), f(d.Q1), f(d.Q3))
+}
+
+func wallSeconds(d Dist) string {
+	if d.N == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2fs [%.2f, %.2f]", d.Mean/1000, d.Lo/1000, d.Hi/1000)
+}
+
+func ratio(iv Interval, n int) string {
+	if n == 0 || math.IsNaN(iv.Est) {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f [%.3f, %.3f]", iv.Est, iv.Lo, iv.Hi)
+}
+
+func diff(iv Interval, n int) string {
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%+.0f pp [%+.0f, %+.0f]", 100*iv.Est, 100*iv.Lo, 100*iv.Hi)
+}

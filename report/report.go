@@ -1,0 +1,506 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+
+	"github.com/ctxcode/ctxcode/bench"
+	"github.com/ctxcode/ctxcode/datasets"
+)
+
+// Resamples is how many bootstrap draws every interval takes; Seed seeds
+// them, so that a report of the same run is the same to the byte.
+const (
+	Resamples = 2000
+	Seed      = 1
+)
+
+// Run is a run directory as the report reads it.
+type Run struct {
+	Dir   string
+	Spec  bench.Spec
+	Final []bench.Trial // the last line of every key
+	Lines int           // every line of trials.jsonl
+}
+
+// Load reads the run directory dir.
+func Load(dir string) (*Run, error) {
+	spec, trials, err := bench.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Run{Dir: dir, Spec: *spec, Final: bench.Final(trials), Lines: len(trials)}, nil
+}
+
+// Price is what a model costs, in USD per million tokens.
+type Price struct {
+	Input       float64 `json:"input"`
+	CachedInput float64 `json:"cached_input"`
+	Output      float64 `json:"output"`
+}
+
+// ReadPrices reads a prices file: a JSON object from model name to Price.
+func ReadPrices(path string) (map[string]Price, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var p map[string]Price
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("%s: expected a JSON object from model name to {\"input\", \"cached_input\", \"output\"} in USD per 1M tokens: %v", path, err)
+	}
+	for m, pr := range p {
+		if pr.Input < 0 || pr.CachedInput < 0 || pr.Output < 0 {
+			return nil, fmt.Errorf("%s: model %s: a negative price", path, m)
+		}
+	}
+	return p, nil
+}
+
+// Options shape a report.
+type Options struct {
+	// Baseline is the condition every other is compared with; default A
+	// when the run has it, else its first condition.
+	Baseline string
+	// Prices, by model name, turn tokens into money; nil: no money.
+	Prices map[string]Price
+}
+
+// Report is every number the pages show.
+type Report struct {
+	Runs     []RunInfo    `json:"runs"`
+	Rows     []Row        `json:"rows"`
+	Layers   []Comparison `json:"layers"`
+	Baseline string       `json:"baseline"`
+	// Versus compares every condition with the baseline, per model.
+	Versus []Comparison `json:"versus_baseline"`
+	Tasks  []TaskRow    `json:"tasks"`
+	// Pairs compares the second run with the first, per condition (two
+	// runs only).
+	Pairs []Comparison `json:"pairs,omitempty"`
+	Notes []string     `json:"notes"`
+}
+
+// RunInfo describes a run of the report.
+type RunInfo struct {
+	Dir        string   `json:"dir"`
+	Version    string   `json:"ctxcode_version"`
+	Created    string   `json:"created"`
+	Models     []string `json:"models"`
+	Conditions []string `json:"conditions"`
+	Tasks      int      `json:"tasks"`
+	TaskSource string   `json:"task_source"`
+	Reps       int      `json:"reps"`
+	Sandbox    string   `json:"sandbox"`
+	Keys       int      `json:"keys"`  // trials with a line
+	Lines      int      `json:"lines"` // lines in trials.jsonl, infra reruns included
+	Expected   int      `json:"expected"`
+}
+
+// Row is one (model, condition) of a run.
+type Row struct {
+	Run       int    `json:"run"` // index in Report.Runs
+	Model     string `json:"model"`
+	Condition string `json:"condition"`
+	Trials    int    `json:"trials"`
+	// Infra trials failed in the harness (not the model's result); Graded
+	// = Trials - Infra is the denominator of everything else.
+	Infra       int      `json:"infra"`
+	Graded      int      `json:"graded"`
+	Correct     int      `json:"correct"`
+	Accuracy    Interval `json:"accuracy"` // Wilson 95%
+	BudgetStops int      `json:"budget_stops"`
+	Sources     Sources  `json:"sources"`
+	Turns       Dist     `json:"turns"`
+	Context     Dist     `json:"context_tokens"`
+	Output      Dist     `json:"output_tokens"`
+	Cached      Dist     `json:"cached_tokens"`
+	Reasoning   Dist     `json:"reasoning_tokens"`
+	WallMS      Dist     `json:"wall_ms"`
+	Estimated   bool     `json:"estimated"`
+	Money       *Money   `json:"money,omitempty"`
+}
+
+// Sources counts the graded trials by where their answer came from.
+type Sources struct {
+	Executed   int `json:"executed"`
+	Stated     int `json:"stated"`
+	Unexecuted int `json:"unexecuted"`
+	None       int `json:"none"`
+}
+
+// Money is a row's cost at its model's price.
+type Money struct {
+	MeanUSD  float64 `json:"mean_usd"`  // per graded trial
+	TotalUSD float64 `json:"total_usd"` // every graded trial
+	// CacheSavedUSD is what the cached prompt tokens saved, in all.
+	CacheSavedUSD float64 `json:"cache_saved_usd"`
+}
+
+// Comparison is condition To against condition From, paired by task: the
+// geometric mean of the per-task ratios To/From of context and output
+// tokens, and the difference To - From of per-task accuracy.
+type Comparison struct {
+	Name      string   `json:"name"` // the layer ("representation") or "To vs From"
+	Model     string   `json:"model"`
+	From      string   `json:"from"`
+	To        string   `json:"to"`
+	Tasks     int      `json:"tasks"` // tasks paired
+	Context   Interval `json:"context_ratio"`
+	Output    Interval `json:"output_ratio"`
+	Accuracy  Interval `json:"accuracy_diff"`
+	FromModel string   `json:"from_model,omitempty"` // two runs: the first run's model, when it differs
+}
+
+// TaskRow is one task of the first run: per condition (in Report.Rows'
+// order), its reps' results.
+type TaskRow struct {
+	Task     string     `json:"task"`
+	Question string     `json:"question"`
+	Cells    []TaskCell `json:"cells"`
+}
+
+// TaskCell is one task in one (model, condition).
+type TaskCell struct {
+	Model     string   `json:"model"`
+	Condition string   `json:"condition"`
+	Reps      int      `json:"reps"` // trials with a model result
+	Correct   int      `json:"correct"`
+	Infra     int      `json:"infra"`
+	Turns     float64  `json:"mean_turns"`
+	Context   float64  `json:"mean_context_tokens"`
+	Trials    []string `json:"trials"` // trajectory paths, relative to the run directory, rep by rep
+}
+
+// layers are the seed's attribution, in the ladder's order.
+var layers = []struct{ name, from, to string }{
+	{"representation", "A", "B0"},
+	{"working habits", "B0", "B"},
+	{"protocol", "B", "D"},
+	{"loop", "D", "C"},
+}
+
+// Build computes the report of one run, or of two (the second compared
+// with the first).
+func Build(runs []*Run, opts Options) (*Report, error) {
+	if len(runs) == 0 || len(runs) > 2 {
+		return nil, fmt.Errorf("a report is of one run or of two, not %d", len(runs))
+	}
+	rep := &Report{Notes: []string{}}
+	for i, r := range runs {
+		rep.Runs = append(rep.Runs, runInfo(r))
+		for _, m := range r.Spec.Models {
+			for _, c := range r.Spec.Conditions {
+				rep.Rows = append(rep.Rows, buildRow(i, r, m.Name, c.Name, opts.Prices))
+			}
+		}
+		if missing := rep.Runs[i].Expected - rep.Runs[i].Keys; missing > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d of %d trials have no line yet (the run is unfinished: run bench again to finish it)",
+				r.Dir, missing, rep.Runs[i].Expected))
+		}
+	}
+	first := runs[0]
+	conds := conditionNames(first)
+	rep.Baseline = opts.Baseline
+	switch {
+	case rep.Baseline == "" && slices.Contains(conds, "A"):
+		rep.Baseline = "A"
+	case rep.Baseline == "" && len(conds) > 0:
+		rep.Baseline = conds[0]
+	case rep.Baseline != "" && !slices.Contains(conds, rep.Baseline):
+		return nil, &InputError{fmt.Sprintf("--baseline %s: the run has no condition %s (it has %v)", rep.Baseline, rep.Baseline, conds)}
+	}
+	rng := NewRand(Seed)
+	for _, m := range first.Spec.Models {
+		for _, l := range layers {
+			switch {
+			case !slices.Contains(conds, l.from) || !slices.Contains(conds, l.to):
+				if m.Name == first.Spec.Models[0].Name {
+					rep.Notes = append(rep.Notes, fmt.Sprintf("the %s layer (%s vs %s) is left out: the run has no %s", l.name, l.to, l.from, missingOf(conds, l.from, l.to)))
+				}
+				continue
+			}
+			rep.Layers = append(rep.Layers, compare(l.name, first, m.Name, l.from, first, m.Name, l.to, rng))
+		}
+		for _, c := range conds {
+			if c == rep.Baseline {
+				continue
+			}
+			rep.Versus = append(rep.Versus, compare(c+" vs "+rep.Baseline, first, m.Name, rep.Baseline, first, m.Name, c, rng))
+		}
+	}
+	rep.Tasks = taskRows(first)
+	if len(runs) == 2 {
+		rep.Pairs, rep.Notes = pairRuns(runs[0], runs[1], rng, rep.Notes)
+	}
+	return rep, nil
+}
+
+// InputError is a report asked for what the run does not hold.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+func runInfo(r *Run) RunInfo {
+	ri := RunInfo{Dir: r.Dir, Version: r.Spec.Version, Created: r.Spec.Created.UTC().Format("2006-01-02 15:04 UTC"),
+		Tasks: len(r.Spec.TaskList), Reps: r.Spec.Reps, Keys: len(r.Final), Lines: r.Lines}
+	for _, m := range r.Spec.Models {
+		ri.Models = append(ri.Models, m.Name)
+	}
+	ri.Conditions = conditionNames(r)
+	ri.Expected = len(ri.Models) * len(ri.Conditions) * ri.Tasks * ri.Reps
+	switch s := r.Spec.Tasks; s.Kind {
+	case "builtin":
+		ri.TaskSource = fmt.Sprintf("built-in, tier %s, seed %d", s.Tier, s.Seed)
+	case "file":
+		ri.TaskSource = "file " + s.File
+	default:
+		ri.TaskSource = s.Kind
+	}
+	ri.Sandbox = r.Spec.Sandbox.Kind
+	if r.Spec.Sandbox.Image != "" {
+		ri.Sandbox += " " + r.Spec.Sandbox.Image
+	}
+	return ri
+}
+
+func conditionNames(r *Run) []string {
+	var names []string
+	for _, c := range r.Spec.Conditions {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+func missingOf(conds []string, a, b string) string {
+	if !slices.Contains(conds, a) {
+		return a
+	}
+	return b
+}
+
+// taskIndex numbers the run's tasks in its task list's order.
+func taskIndex(r *Run) map[string]int {
+	idx := map[string]int{}
+	for i, t := range r.Spec.TaskList {
+		idx[t.ID] = i
+	}
+	return idx
+}
+
+func buildRow(run int, r *Run, model, cond string, prices map[string]Price) Row {
+	row := Row{Run: run, Model: model, Condition: cond}
+	idx := taskIndex(r)
+	var groups []int
+	var turns, ctx, out, cached, reasoning, wall []float64
+	price, priced := prices[model]
+	money := &Money{}
+	for _, t := range r.Final {
+		if t.Model != model || t.Condition != cond {
+			continue
+		}
+		row.Trials++
+		if t.Class == bench.ClassInfra {
+			row.Infra++
+			continue
+		}
+		row.Graded++
+		if t.Correct {
+			row.Correct++
+		}
+		if t.BudgetStop() {
+			row.BudgetStops++
+		}
+		switch t.AnswerSource {
+		case "executed":
+			row.Sources.Executed++
+		case "stated":
+			row.Sources.Stated++
+		case "unexecuted":
+			row.Sources.Unexecuted++
+		default:
+			row.Sources.None++
+		}
+		groups = append(groups, idx[t.Task])
+		turns = append(turns, float64(t.Turns))
+		ctx = append(ctx, float64(t.ContextTokens))
+		out = append(out, float64(t.OutputTokens))
+		cached = append(cached, float64(t.CachedTokens))
+		reasoning = append(reasoning, float64(t.ReasoningTokens))
+		wall = append(wall, float64(t.WallMS))
+		row.Estimated = row.Estimated || t.Estimated
+		if priced {
+			uncached := float64(t.ContextTokens - t.CachedTokens)
+			usd := (uncached*price.Input + float64(t.CachedTokens)*price.CachedInput + float64(t.OutputTokens)*price.Output) / 1e6
+			money.TotalUSD += usd
+			money.CacheSavedUSD += float64(t.CachedTokens) * (price.Input - price.CachedInput) / 1e6
+		}
+	}
+	row.Accuracy = Wilson(row.Correct, row.Graded)
+	rng := NewRand(Seed)
+	row.Turns = Describe(turns, groups, rng, Resamples)
+	row.Context = Describe(ctx, groups, rng, Resamples)
+	row.Output = Describe(out, groups, rng, Resamples)
+	row.Cached = Describe(cached, groups, rng, Resamples)
+	row.Reasoning = Describe(reasoning, groups, rng, Resamples)
+	row.WallMS = Describe(wall, groups, rng, Resamples)
+	if priced && row.Graded > 0 {
+		money.MeanUSD = money.TotalUSD / float64(row.Graded)
+		row.Money = money
+	}
+	return row
+}
+
+// perTask is each task's mean context, output and accuracy over its
+// graded reps in one (model, condition).
+type perTask struct {
+	context, output, accuracy float64
+}
+
+func taskMeans(r *Run, model, cond string) map[string]perTask {
+	sums := map[string]*struct {
+		n                         int
+		context, output, accuracy float64
+	}{}
+	for _, t := range r.Final {
+		if t.Model != model || t.Condition != cond || t.Class == bench.ClassInfra {
+			continue
+		}
+		s := sums[t.Task]
+		if s == nil {
+			s = &struct {
+				n                         int
+				context, output, accuracy float64
+			}{}
+			sums[t.Task] = s
+		}
+		s.n++
+		s.context += float64(t.ContextTokens)
+		s.output += float64(t.OutputTokens)
+		if t.Correct {
+			s.accuracy++
+		}
+	}
+	out := map[string]perTask{}
+	for task, s := range sums {
+		n := float64(s.n)
+		out[task] = perTask{s.context / n, s.output / n, s.accuracy / n}
+	}
+	return out
+}
+
+// compare pairs (modelA, from) of run a with (modelB, to) of run b by task,
+// in a's task order.
+func compare(name string, a *Run, modelA, from string, b *Run, modelB, to string, rng *rand.Rand) Comparison {
+	ma, mb := taskMeans(a, modelA, from), taskMeans(b, modelB, to)
+	var ca, cb, oa, ob, aa, ab []float64
+	for _, t := range a.Spec.TaskList {
+		x, okA := ma[t.ID]
+		y, okB := mb[t.ID]
+		if !okA || !okB {
+			continue
+		}
+		ca, cb = append(ca, x.context), append(cb, y.context)
+		oa, ob = append(oa, x.output), append(ob, y.output)
+		aa, ab = append(aa, x.accuracy), append(ab, y.accuracy)
+	}
+	c := Comparison{Name: name, Model: modelB, From: from, To: to, Tasks: len(ca)}
+	if modelA != modelB {
+		c.FromModel = modelA
+	}
+	c.Context, _ = GeoMeanRatio(ca, cb, rng, Resamples)
+	c.Output, _ = GeoMeanRatio(oa, ob, rng, Resamples)
+	c.Accuracy = MeanDiff(aa, ab, rng, Resamples)
+	return c
+}
+
+func taskRows(r *Run) []TaskRow {
+	var rows []TaskRow
+	byKey := map[bench.Key]bench.Trial{}
+	for _, t := range r.Final {
+		byKey[t.Key] = t
+	}
+	for _, task := range r.Spec.TaskList {
+		tr := TaskRow{Task: task.ID, Question: task.Question}
+		for _, m := range r.Spec.Models {
+			for _, c := range r.Spec.Conditions {
+				cell := TaskCell{Model: m.Name, Condition: c.Name}
+				for rep := 1; rep <= r.Spec.Reps; rep++ {
+					t, ok := byKey[bench.Key{Model: m.Name, Condition: c.Name, Task: task.ID, Rep: rep}]
+					if !ok {
+						continue
+					}
+					cell.Trials = append(cell.Trials, t.Trajectory)
+					if t.Class == bench.ClassInfra {
+						cell.Infra++
+						continue
+					}
+					cell.Reps++
+					if t.Correct {
+						cell.Correct++
+					}
+					cell.Turns += float64(t.Turns)
+					cell.Context += float64(t.ContextTokens)
+				}
+				if cell.Reps > 0 {
+					cell.Turns /= float64(cell.Reps)
+					cell.Context /= float64(cell.Reps)
+				}
+				tr.Cells = append(tr.Cells, cell)
+			}
+		}
+		rows = append(rows, tr)
+	}
+	return rows
+}
+
+// pairRuns compares run b with run a condition by condition, paired by
+// task: model by model when both runs have the same models, else the
+// first model of each.
+func pairRuns(a, b *Run, rng *rand.Rand, notes []string) ([]Comparison, []string) {
+	same := len(a.Spec.Models) == len(b.Spec.Models)
+	for i := range a.Spec.Models {
+		same = same && a.Spec.Models[i].Name == b.Spec.Models[i].Name
+	}
+	type pair struct{ ma, mb string }
+	var pairs []pair
+	if same {
+		for _, m := range a.Spec.Models {
+			pairs = append(pairs, pair{m.Name, m.Name})
+		}
+	} else {
+		pairs = []pair{{a.Spec.Models[0].Name, b.Spec.Models[0].Name}}
+		if len(a.Spec.Models) > 1 || len(b.Spec.Models) > 1 {
+			notes = append(notes, fmt.Sprintf("the two runs have different models: %s of the first run is paired with %s of the second", pairs[0].ma, pairs[0].mb))
+		}
+	}
+	if !sameTasks(a.Spec.TaskList, b.Spec.TaskList) {
+		notes = append(notes, "the two runs' task lists differ: only the tasks with the same id are paired")
+	}
+	bconds := conditionNames(b)
+	var out []Comparison
+	for _, p := range pairs {
+		for _, c := range conditionNames(a) {
+			if !slices.Contains(bconds, c) {
+				continue
+			}
+			out = append(out, compare(c+": second run vs first", a, p.ma, c, b, p.mb, c, rng))
+		}
+	}
+	return out, notes
+}
+
+func sameTasks(a, b []datasets.Task) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID || a[i].Question != b[i].Question {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,215 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/bench"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden/report")
+
+// fixture is a small run made by ctxcode bench and then edited so that it
+// holds every kind of line (testdata/report/README.md).
+const fixture = "../testdata/report/run"
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("..", "testdata", "golden", "report", name)
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./report -update to write %s", path)
+	assert.Equal(t, string(want), string(got), "%s differs (go test ./report -update rewrites it)", path)
+}
+
+func buildFixture(t *testing.T, opts Options) *Report {
+	t.Helper()
+	r, err := Load(fixture)
+	require.NoError(t, err)
+	r.Dir = "testdata/report/run" // as the goldens name it, wherever the test runs
+	rep, err := Build([]*Run{r}, opts)
+	require.NoError(t, err)
+	return rep
+}
+
+func TestGoldenMarkdownAndJSON(t *testing.T) {
+	rep := buildFixture(t, Options{})
+	var md bytes.Buffer
+	require.NoError(t, Markdown(&md, rep, "run"))
+	golden(t, "report.md", md.Bytes())
+	js, err := json.MarshalIndent(rep, "", "  ")
+	require.NoError(t, err)
+	golden(t, "report.json", append(js, '\n'))
+
+	again := buildFixture(t, Options{})
+	js2, err := json.MarshalIndent(again, "", "  ")
+	require.NoError(t, err)
+	assert.Equal(t, string(js), string(js2), "a report of the same run is the same to the byte")
+}
+
+// The Markdown's numbers are those of a recomputation straight from
+// trials.jsonl, by code that shares nothing with Build.
+func TestMarkdownMatchesARecomputation(t *testing.T) {
+	f, err := os.Open(filepath.Join(fixture, "trials.jsonl"))
+	require.NoError(t, err)
+	defer f.Close()
+	last := map[string]map[string]any{}
+	var order []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m))
+		k := fmt.Sprint(m["model"], "/", m["condition"], "/", m["task"], "/", m["rep"])
+		if _, ok := last[k]; !ok {
+			order = append(order, k)
+		}
+		last[k] = m
+	}
+	type sums struct{ trials, infra, graded, correct, budget, ctx, out int }
+	by := map[string]*sums{}
+	for _, k := range order {
+		m := last[k]
+		c := m["condition"].(string)
+		if by[c] == nil {
+			by[c] = &sums{}
+		}
+		s := by[c]
+		s.trials++
+		if m["class"] == "infra" {
+			s.infra++
+			continue
+		}
+		s.graded++
+		if m["correct"] == true {
+			s.correct++
+		}
+		switch m["status"] {
+		case "max_turns", "max_prompt_tokens", "context_length_exceeded":
+			s.budget++
+		}
+		s.ctx += int(m["context_tokens"].(float64))
+		s.out += int(m["output_tokens"].(float64))
+	}
+	var md bytes.Buffer
+	require.NoError(t, Markdown(&md, buildFixture(t, Options{}), ""))
+	rows := map[string]string{}
+	for _, line := range strings.Split(md.String(), "\n") {
+		cells := strings.Split(line, " | ")
+		if len(cells) > 3 && strings.HasPrefix(line, "| reference | ") {
+			rows[cells[1]] = line
+		}
+	}
+	require.Len(t, by, 5)
+	for c, s := range by {
+		line := rows[c]
+		require.NotEmpty(t, line, "no ladder row for %s", c)
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		assert.Equal(t, fmt.Sprint(s.trials), cells[2], "%s trials", c)
+		assert.True(t, strings.HasPrefix(cells[3], fmt.Sprintf("%d/%d = %.0f%%", s.correct, s.graded, 100*float64(s.correct)/float64(s.graded))), "%s accuracy: %s", c, cells[3])
+		assert.Equal(t, fmt.Sprint(s.infra), cells[4], "%s infra", c)
+		assert.Equal(t, fmt.Sprint(s.budget), cells[5], "%s budget stops", c)
+		assert.True(t, strings.HasPrefix(cells[8], fmt.Sprintf("%.0f [", float64(s.ctx)/float64(s.graded))), "%s context mean: %s", c, cells[8])
+		assert.True(t, strings.HasPrefix(cells[9], fmt.Sprintf("%.0f [", float64(s.out)/float64(s.graded))), "%s output mean: %s", c, cells[9])
+	}
+}
+
+func TestAttributionLayers(t *testing.T) {
+	rep := buildFixture(t, Options{})
+	var names []string
+	for _, l := range rep.Layers {
+		names = append(names, l.Name+" "+l.From+"→"+l.To)
+	}
+	assert.Equal(t, []string{"representation A→B0", "working habits B0→B", "protocol B→D", "loop D→C"}, names)
+	for _, l := range rep.Layers {
+		assert.LessOrEqual(t, l.Context.Lo, l.Context.Est, l.Name)
+		assert.GreaterOrEqual(t, l.Context.Hi, l.Context.Est, l.Name)
+		assert.Equal(t, 3, l.Tasks, "%s: every task has a model result in both conditions", l.Name)
+	}
+	// B0 over A is well below 1: the prefix's representation is the big saving.
+	assert.Less(t, rep.Layers[0].Context.Hi, 0.6)
+	assert.Equal(t, "A", rep.Baseline)
+	assert.Len(t, rep.Versus, 4)
+
+	// Without A the representation layer is left out, with a note.
+	r, err := Load(fixture)
+	require.NoError(t, err)
+	var conds []bench.ConditionInfo
+	for _, c := range r.Spec.Conditions {
+		if c.Name != "A" {
+			conds = append(conds, c)
+		}
+	}
+	r.Spec.Conditions = conds
+	rep, err = Build([]*Run{r}, Options{})
+	require.NoError(t, err)
+	assert.Len(t, rep.Layers, 3)
+	assert.Contains(t, strings.Join(rep.Notes, "\n"), "representation layer (B0 vs A) is left out")
+	assert.Equal(t, "B", rep.Baseline, "without A the baseline is the first condition")
+
+	_, err = Build([]*Run{r}, Options{Baseline: "Z"})
+	var ie *InputError
+	require.ErrorAs(t, err, &ie)
+	assert.Contains(t, ie.Msg, "no condition Z")
+}
+
+func TestPricesMakeMoney(t *testing.T) {
+	rep := buildFixture(t, Options{Prices: map[string]Price{"reference": {Input: 1, CachedInput: 0.5, Output: 4}}})
+	for _, r := range rep.Rows {
+		require.NotNil(t, r.Money, r.Condition)
+		// No cached tokens in the fixture: the mean is the mean of input and
+		// output at their prices.
+		want := (r.Context.Mean*1 + r.Output.Mean*4) / 1e6
+		assert.InDelta(t, want, r.Money.MeanUSD, 1e-12, r.Condition)
+		assert.InDelta(t, want*float64(r.Graded), r.Money.TotalUSD, 1e-9, r.Condition)
+	}
+	assert.Nil(t, buildFixture(t, Options{}).Rows[0].Money, "no money without prices")
+}
+
+func TestTwoRunsArePaired(t *testing.T) {
+	a, err := Load(fixture)
+	require.NoError(t, err)
+	b, err := Load(fixture)
+	require.NoError(t, err)
+	for i := range b.Final { // the second run: every context doubled
+		b.Final[i].ContextTokens *= 2
+	}
+	rep, err := Build([]*Run{a, b}, Options{})
+	require.NoError(t, err)
+	require.Len(t, rep.Pairs, 5)
+	for _, p := range rep.Pairs {
+		assert.InDelta(t, 2, p.Context.Est, 1e-9, p.Name)
+		assert.InDelta(t, 2, p.Context.Lo, 1e-9, p.Name)
+		assert.InDelta(t, 1, p.Output.Est, 1e-9, p.Name)
+	}
+	assert.Len(t, rep.Rows, 10, "each run's rows")
+}
+
+func TestReadPrices(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "p.json")
+	require.NoError(t, os.WriteFile(good, []byte(`{"gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.6}}`), 0o644))
+	p, err := ReadPrices(good)
+	require.NoError(t, err)
+	assert.Equal(t, Price{0.15, 0.075, 0.6}, p["gpt-4o-mini"])
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`[1, 2]`), 0o644))
+	_, err = ReadPrices(bad)
+	assert.ErrorContains(t, err, "expected a JSON object from model name")
+	neg := filepath.Join(dir, "neg.json")
+	require.NoError(t, os.WriteFile(neg, []byte(`{"m": {"input": -1}}`), 0o644))
+	_, err = ReadPrices(neg)
+	assert.ErrorContains(t, err, "negative")
+}
