@@ -47,6 +47,7 @@ Commands:
   report    the ladder of a bench run with intervals and paired attribution, as Markdown and HTML
   data      generate a project-management dataset (data gen)
   exec      run cells in a fresh kernel and print them IPython style
+  notebook  write a trajectory (ask --trajectory, bench) as a Jupyter notebook with its outputs
   sandbox   build the kernel image, check Docker, remove leftover containers
   tasks     list a dataset's graded tasks and their gold answers
   prefix    write, show, verify, export and import session prefixes, built in a real kernel
@@ -83,6 +84,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runAsk(ctx, rest, stdout, stderr)
 	case "bench":
 		err = runBench(ctx, rest, stdout, stderr)
+	case "notebook":
+		err = runNotebook(ctx, rest, stdout, stderr)
 	case "report":
 		err = runReport(ctx, rest, stdout, stderr)
 	case "version", "--version":

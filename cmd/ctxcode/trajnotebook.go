@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	reports "github.com/ctxcode/ctxcode/report"
+)
+
+const notebookUsage = `Usage:
+  ctxcode notebook TRAJECTORY --out F.ipynb [--force]
+
+Writes a trajectory as a Jupyter notebook: the run's header (model,
+condition, task, question, budgets), the prefix's cells, each model call
+with the model's words outside its code, each cell it ran with the output
+the trajectory recorded and the kernel's execution count, the harness's
+notes (repairs, repeats, restarts, cut output) as Markdown cells, and the
+answer with its source, the status and the grade. Condition A's bash calls
+are "%%bash" cells and its reads are cells holding "# read <arguments>".
+A trajectory is what "ctxcode ask --trajectory F" writes, or a trial of a
+bench run: RUNDIR/trajectories/*.jsonl. A file of several runs (ask --task
+all) gives one notebook with a section per run. Nothing runs: the notebook
+is made from the file alone.
+
+Trajectories record the prefix's name, source and sha256, not its outputs:
+the prefix's cells are read again (a built-in prefix, or the file it came
+from) and shown without outputs when their sha256 is the run's.
+
+Example:
+  ctxcode ask --task s-t1-1 --model reference --trajectory run.jsonl
+  ctxcode notebook run.jsonl --out run.ipynb
+  jupyter lab run.ipynb
+
+Exit codes: 0 written; 2 a missing or malformed trajectory (its line is
+named), --out missing, not .ipynb, or existing without --force.
+`
+
+// notebookOptions are the flags of `ctxcode notebook`.
+type notebookOptions struct {
+	trajectory string
+	out        string
+	force      bool
+}
+
+func parseNotebook(args []string, stderr io.Writer) (*notebookOptions, error) {
+	o := &notebookOptions{}
+	fs := newFlagSet("notebook", notebookUsage, stderr)
+	fs.StringVar(&o.out, "out", "", "the notebook to write, F.ipynb (required)")
+	fs.BoolVar(&o.force, "force", false, "overwrite --out if it exists")
+	if err := fs.parse(args, 1, "one trajectory"); err != nil {
+		return nil, err
+	}
+	o.trajectory = fs.Arg(0)
+	if o.trajectory == "" {
+		return nil, usagef("notebook: name the trajectory to read (a JSON-lines file of `ctxcode ask --trajectory F`, or RUNDIR/trajectories/*.jsonl of a bench run)")
+	}
+	st, err := os.Stat(o.trajectory)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, usagef("notebook: the trajectory %s does not exist", o.trajectory)
+	case err != nil:
+		return nil, usagef("notebook: cannot read the trajectory %s: %v", o.trajectory, unwrapPath(err))
+	case st.IsDir():
+		return nil, usagef("notebook: %s is a folder: name one trajectory file in it (a bench run's are in RUNDIR/trajectories/)", o.trajectory)
+	}
+	if o.out == "" {
+		return nil, usagef("notebook: --out is required: the notebook to write (F.ipynb)")
+	}
+	if !strings.EqualFold(filepath.Ext(o.out), ".ipynb") {
+		return nil, usagef("notebook: --out %s does not end in .ipynb, the extension Jupyter opens notebooks by", o.out)
+	}
+	if err := checkOutput("notebook", o.out, o.force); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func runNotebook(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseNotebook(args, stderr)
+	if err != nil {
+		return err
+	}
+	src, err := os.ReadFile(o.trajectory)
+	if err != nil {
+		return usagef("notebook: cannot read the trajectory %s: %v", o.trajectory, unwrapPath(err))
+	}
+	nb, err := reports.TrajectoryNotebook(bytes.NewReader(src))
+	var te *reports.TrajectoryError
+	if errors.As(err, &te) {
+		return usagef("notebook: %s: %v", o.trajectory, err)
+	}
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic("notebook", o.out, nb, o.force); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s; open it in Jupyter (jupyter lab %s)\n", o.out, o.out)
+	return nil
+}

@@ -1,0 +1,1111 @@
+package report
+
+// Trajectories as Jupyter notebooks (`ctxcode notebook TRAJECTORY`).
+//
+// A trajectory is the JSON-lines file agent.Trajectory writes (`ctxcode ask
+// --trajectory F`, RUNDIR/trajectories/*.jsonl): one object per line with
+// "type" and "time" first. A file holds one run or several (`ask --task
+// all` writes one after another), each from its "run" event to the next.
+// Event types this file reads: run, prefix, call, cell, restart, answer,
+// end and grade; others are skipped, so that later versions may add some.
+//
+// TrajectoryNotebook writes an nbformat 4.5 notebook in the layout of
+// prefixes.ExportNotebook (sorted keys, one-space indent, text as lists of
+// lines, ids "cell-1", "cell-2", ...; the same trajectory always gives the
+// same bytes). For each run, in order:
+//
+//  1. a Markdown cell: the run's header (condition and protocol, model,
+//     task, question, prefix or skill document, data, budgets, start);
+//  2. the prefix: a Markdown cell, then one code cell per prefix cell. With
+//     outputs only when the prefix event records them ("results", see
+//     below); trajectories written so far record the prefix's name, source
+//     and sha256 only, so its cells are read again with prefixes.Load and
+//     shown when their sha256 is the run's, with no outputs, execution
+//     count null, and a note saying the outputs were not recorded;
+//  3. per model call, a Markdown cell "Turn n": the call's cost (messages,
+//     prompt and output tokens, finish reason, or its error) and the
+//     model's words outside code: a tool protocol's text beside its calls
+//     (condition A's prose), or what a repair took out of a message (prose
+//     around a code block); a message that was changed otherwise (prompts
+//     stripped) is shown whole, fenced;
+//  4. per cell of that call, a code cell with the code that ran and the
+//     execution count the kernel reported (null for a cell that did not
+//     run: a repeat, a dead kernel), then a Markdown cell with the
+//     harness's notes on it (repairs, repeats, restarts, a message cut at
+//     the output-token limit, an output cut to the budget, how a command
+//     ended). Condition A's bash calls are code cells "%%bash\n<command>"
+//     (IPython's cell magic, so that the cell reruns in Jupyter with data/
+//     beside it; ctxcode ran the command with /bin/sh -c in the sandbox),
+//     with no execution count, as a command has none; its read calls are
+//     code cells holding one comment, "# read <arguments as they came>",
+//     since a read is served by ctxcode, not code, and their output is the
+//     numbered lines. A call whose arguments did not read is a Markdown
+//     cell with them. A kernel restart is a Markdown cell where it
+//     happened;
+//  5. a Markdown cell "Answer": the value and its source, the status and
+//     the run's cost, and the grade (verdict, reason, gold).
+//
+// Outputs. When a cell event records the kernel's result (stdout, stderr,
+// value, error, as a kernel.Result has them), the outputs are those of
+// prefixes.ExportNotebook: a stdout stream, a stderr stream, then an error,
+// an ANSWER display ("ANSWER: <json>") or an execute_result. Trajectories
+// written so far record only "output", the text the model read: the notes,
+// stdout and stderr, then "Out[n]: value", the compact traceback or
+// "ANSWER: <json>", within the output budget. Its notes are taken out (they
+// become the Markdown cell), its last part becomes the execute_result, the
+// error (ename and evalue from the traceback's last line) or the ANSWER
+// display, and what comes before it is one stdout stream: stdout and
+// stderr are not apart in that text, and what the budget cut stays cut,
+// with its note in place.
+//
+// The notebook's metadata has the kernelspec and language_info of the
+// prefix's language (python3, or gophernotes for Go) and a "ctxcode"
+// object {"runs": [{condition, model, task, question}]}.
+//
+// The notebook types repeat, in a few lines, the unexported ones of
+// prefixes/notebook.go, which this package cannot reach.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/session"
+)
+
+// TrajectoryError is input that is not a trajectory: Line is the line (from
+// 1) where that shows, 0 when it is the file as a whole (an empty one).
+type TrajectoryError struct {
+	Line int
+	Msg  string
+}
+
+func (e *TrajectoryError) Error() string {
+	if e.Line == 0 {
+		return "not a trajectory: " + e.Msg
+	}
+	return "line " + strconv.Itoa(e.Line) + ": " + e.Msg
+}
+
+// whatTrajectory ends the messages of a file that is not a trajectory.
+const whatTrajectory = "a trajectory is the JSON-lines file that `ctxcode ask --trajectory F` and `ctxcode bench` (RUNDIR/trajectories/*.jsonl) write"
+
+// TrajectoryNotebook reads a trajectory from r and writes it as a Jupyter
+// notebook (nbformat 4.5) with the outputs the trajectory recorded; see the
+// top of this file for what each cell holds. Input that is not a trajectory
+// is a *TrajectoryError naming its line; a last line cut short (a run
+// killed while writing it) is not an error: the notebook says so.
+func TrajectoryNotebook(r io.Reader) ([]byte, error) {
+	runs, cut, err := readTrajectory(r)
+	if err != nil {
+		return nil, err
+	}
+	b := &nbBuilder{}
+	lang := "python"
+	meta := []map[string]any{}
+	for i, run := range runs {
+		if i == 0 {
+			lang = run.language()
+		}
+		meta = append(meta, map[string]any{"condition": run.info.Condition, "model": run.info.Model,
+			"task": run.info.Task, "question": run.info.Question})
+		b.run(run, i, len(runs))
+	}
+	if cut > 0 {
+		b.markdown(fmt.Sprintf("*The trajectory ends in a line cut short (line %d): the run was stopped while it wrote it, and what that line held is lost.*", cut))
+	}
+	md := map[string]any{}
+	for k, v := range nbLanguages[lang] {
+		md[k] = v
+	}
+	md["ctxcode"] = map[string]any{"runs": meta}
+	nb := struct {
+		Cells         []map[string]any `json:"cells"`
+		Metadata      map[string]any   `json:"metadata"`
+		NBFormat      int              `json:"nbformat"`
+		NBFormatMinor int              `json:"nbformat_minor"`
+	}{b.cells, md, 4, 5}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(nb); err != nil {
+		return nil, fmt.Errorf("trajectory notebook: %w", err)
+	}
+	return out.Bytes(), nil
+}
+
+// nbLanguages are the kernelspec and language_info of each prefix
+// language, as prefixes.ExportNotebook writes them.
+var nbLanguages = map[string]map[string]any{
+	"python": {
+		"kernelspec": map[string]any{"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+		"language_info": map[string]any{"codemirror_mode": map[string]any{"name": "ipython", "version": 3},
+			"file_extension": ".py", "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+			"pygments_lexer": "ipython3"},
+	},
+	"go": {
+		"kernelspec":    map[string]any{"display_name": "Go", "language": "go", "name": "gophernotes"},
+		"language_info": map[string]any{"file_extension": ".go", "mimetype": "application/x-golang", "name": "go", "pygments_lexer": "go"},
+	},
+}
+
+// The events, as agent.Run writes them.
+
+type runEvent struct {
+	Time      string          `json:"time"`
+	Model     string          `json:"model"`
+	BaseURL   string          `json:"base_url"`
+	Task      string          `json:"task"`
+	Data      json.RawMessage `json:"data"`
+	Question  string          `json:"question"`
+	Condition string          `json:"condition"`
+	Protocol  string          `json:"protocol"`
+	Prefix    *struct {
+		Name   string `json:"name"`
+		Source string `json:"source"`
+		SHA256 string `json:"sha256"`
+		Cells  int    `json:"cells"`
+	} `json:"prefix"`
+	Skill *struct {
+		SHA256 string `json:"sha256"`
+		Bytes  int    `json:"bytes"`
+	} `json:"skill"`
+	Budgets struct {
+		MaxTurns        int   `json:"max_turns"`
+		MaxPromptTokens int   `json:"max_prompt_tokens"`
+		MaxOutputTokens int   `json:"max_output_tokens"`
+		CellTimeoutMS   int64 `json:"cell_timeout_ms"`
+		OutputBudget    int   `json:"output_budget"`
+		MaxRestarts     int   `json:"max_restarts"`
+	} `json:"budgets"`
+}
+
+type prefixEvent struct {
+	Cells   int   `json:"cells"`
+	SetupMS int64 `json:"setup_ms"`
+	// Results are the built cells with their kernel results, when the
+	// trajectory records them (not yet: see the top of this file).
+	Results []struct {
+		Code string `json:"code"`
+		kernelResult
+	} `json:"results"`
+}
+
+// kernelResult is a kernel result as the trajectory holds it (kernel.Result's
+// JSON names).
+type kernelResult struct {
+	Count  int             `json:"count"`
+	Status string          `json:"status"`
+	Stdout string          `json:"stdout"`
+	Stderr string          `json:"stderr"`
+	Value  string          `json:"value"`
+	Error  *kernelError    `json:"error"`
+	Answer json.RawMessage `json:"answer"`
+}
+
+type kernelError struct {
+	Name      string `json:"name"`
+	Value     string `json:"value"`
+	Traceback string `json:"traceback"`
+}
+
+func (r kernelResult) answered() bool { return len(r.Answer) > 0 && string(r.Answer) != "null" }
+
+type trajToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type callEvent struct {
+	Turn          int `json:"turn"`
+	Messages      int `json:"request_messages"`
+	RequestTokens int `json:"request_tokens_estimate"`
+	Usage         struct {
+		PromptTokens     int  `json:"prompt_tokens"`
+		CompletionTokens int  `json:"completion_tokens"`
+		CachedTokens     int  `json:"cached_tokens"`
+		ReasoningTokens  int  `json:"reasoning_tokens"`
+		Estimated        bool `json:"estimated"`
+	} `json:"usage"`
+	LatencyMS    int64          `json:"latency_ms"`
+	Attempts     int            `json:"attempts"`
+	FinishReason string         `json:"finish_reason"`
+	Content      string         `json:"content"`
+	ToolCalls    []trajToolCall `json:"tool_calls"`
+	Error        string         `json:"error"`
+}
+
+type cellEvent struct {
+	Turn      int      `json:"turn"`
+	Tool      string   `json:"tool"`
+	Arguments string   `json:"arguments"`
+	Code      string   `json:"code"`
+	Reply     string   `json:"reply"`
+	Notes     []string `json:"notes"`
+	After     []string `json:"after"`
+	RepeatOf  int      `json:"repeat_of"`
+	ExitCode  *int     `json:"exit_code"`
+	Output    string   `json:"output"`
+	Dropped   int64    `json:"dropped_bytes"`
+	kernelResult
+	// recorded says the event holds the kernel's own stdout, stderr,
+	// value or error, beside the text the model read.
+	recorded bool
+}
+
+type restartEvent struct {
+	Restarts int    `json:"restarts"`
+	Cause    string `json:"cause"`
+	Error    string `json:"error"`
+}
+
+type answerEvent struct {
+	Value  string `json:"value"`
+	Source string `json:"source"`
+}
+
+type endEvent struct {
+	Status        string `json:"status"`
+	Answer        string `json:"answer"`
+	AnswerSource  string `json:"answer_source"`
+	Turns         int    `json:"turns"`
+	ContextTokens int    `json:"context_tokens"`
+	OutputTokens  int    `json:"output_tokens"`
+	CachedTokens  int    `json:"cached_tokens"`
+	Estimated     bool   `json:"estimated"`
+	Restarts      int    `json:"restarts"`
+	WallMS        int64  `json:"wall_ms"`
+	SetupMS       int64  `json:"setup_ms"`
+	ModelMS       int64  `json:"model_ms"`
+	Error         string `json:"error"`
+}
+
+type gradeEvent struct {
+	Task     string          `json:"task"`
+	Verdict  string          `json:"verdict"`
+	Correct  bool            `json:"correct"`
+	Accurate bool            `json:"accurate"`
+	Source   string          `json:"source"`
+	Reason   string          `json:"reason"`
+	Gold     json.RawMessage `json:"gold"`
+}
+
+// runLog is one run of a trajectory: its events in order.
+type runLog struct {
+	info   runEvent
+	prefix *prefixEvent
+	steps  []any // *callEvent, *cellEvent, *restartEvent, in order
+	answer *answerEvent
+	end    *endEvent
+	grade  *gradeEvent
+}
+
+// language is the language of the run's cells: its prefix's (by its file
+// extension), python without one.
+func (r *runLog) language() string {
+	if r.info.Prefix != nil && strings.EqualFold(filepath.Ext(r.info.Prefix.Source), ".go") {
+		return "go"
+	}
+	return "python"
+}
+
+// readTrajectory reads the runs of a trajectory; cut is the line number of
+// a last line cut short, 0 when there is none.
+func readTrajectory(r io.Reader) (runs []*runLog, cut int, err error) {
+	br := bufio.NewReader(r)
+	for n := 1; ; n++ {
+		line, rerr := br.ReadBytes('\n')
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			return nil, 0, fmt.Errorf("read the trajectory: %w", rerr)
+		}
+		last := rerr != nil
+		if text := bytes.TrimSpace(line); len(text) > 0 {
+			if err := readEvent(&runs, n, text); err != nil {
+				if last && len(runs) > 0 && !json.Valid(text) {
+					return runs, n, nil // cut short by a kill: what came before stands
+				}
+				return nil, 0, err
+			}
+		}
+		if last {
+			break
+		}
+	}
+	if len(runs) == 0 {
+		return nil, 0, &TrajectoryError{Msg: "the file is empty; " + whatTrajectory}
+	}
+	return runs, 0, nil
+}
+
+// readEvent adds the event on line n to runs.
+func readEvent(runs *[]*runLog, n int, text []byte) error {
+	fail := func(format string, args ...any) error {
+		return &TrajectoryError{Line: n, Msg: fmt.Sprintf(format, args...)}
+	}
+	var head struct {
+		Type *string `json:"type"`
+	}
+	if err := json.Unmarshal(text, &head); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field == "" {
+			return fail("not a JSON object; %s", whatTrajectory)
+		}
+		if errors.As(err, &te) {
+			return fail("the event's type is not a string; %s", whatTrajectory)
+		}
+		return fail("not JSON (%v); %s", err, whatTrajectory)
+	}
+	if head.Type == nil || *head.Type == "" {
+		return fail("a JSON object without a \"type\", so not a trajectory event; %s", whatTrajectory)
+	}
+	typ := *head.Type
+	if typ != "run" && len(*runs) == 0 {
+		return fail("the first event is %q; a trajectory starts with a \"run\" event (%s)", typ, whatTrajectory)
+	}
+	decode := func(v any) error {
+		if err := json.Unmarshal(text, v); err != nil {
+			return fail("a %s event that does not read: %v", typ, err)
+		}
+		return nil
+	}
+	var cur *runLog
+	if len(*runs) > 0 {
+		cur = (*runs)[len(*runs)-1]
+	}
+	switch typ {
+	case "run":
+		r := &runLog{}
+		if err := decode(&r.info); err != nil {
+			return err
+		}
+		*runs = append(*runs, r)
+	case "prefix":
+		cur.prefix = &prefixEvent{}
+		return decode(cur.prefix)
+	case "call":
+		c := &callEvent{}
+		if err := decode(c); err != nil {
+			return err
+		}
+		cur.steps = append(cur.steps, c)
+	case "cell":
+		c := &cellEvent{}
+		if err := decode(c); err != nil {
+			return err
+		}
+		var has map[string]json.RawMessage
+		_ = json.Unmarshal(text, &has) // it decoded above
+		for _, k := range []string{"stdout", "stderr", "value", "error"} {
+			if _, ok := has[k]; ok {
+				c.recorded = true
+			}
+		}
+		cur.steps = append(cur.steps, c)
+	case "restart":
+		e := &restartEvent{}
+		if err := decode(e); err != nil {
+			return err
+		}
+		cur.steps = append(cur.steps, e)
+	case "answer":
+		cur.answer = &answerEvent{}
+		return decode(cur.answer)
+	case "end":
+		cur.end = &endEvent{}
+		return decode(cur.end)
+	case "grade":
+		cur.grade = &gradeEvent{}
+		return decode(cur.grade)
+	}
+	return nil
+}
+
+// nbBuilder collects the notebook's cells.
+type nbBuilder struct {
+	cells []map[string]any
+}
+
+func (b *nbBuilder) id() string { return "cell-" + strconv.Itoa(len(b.cells)+1) }
+
+func (b *nbBuilder) markdown(text string) {
+	b.cells = append(b.cells, map[string]any{"cell_type": "markdown", "id": b.id(), "metadata": struct{}{},
+		"source": nbLines(strings.TrimRight(text, "\n"))})
+}
+
+func (b *nbBuilder) code(src string, count int, outputs []map[string]any) {
+	if outputs == nil {
+		outputs = []map[string]any{}
+	}
+	b.cells = append(b.cells, map[string]any{"cell_type": "code", "execution_count": execCount(count), "id": b.id(),
+		"metadata": struct{}{}, "outputs": outputs, "source": nbLines(strings.TrimRight(src, "\n"))})
+}
+
+// run writes run i of n.
+func (b *nbBuilder) run(r *runLog, i, n int) {
+	b.markdown(runHeader(r, i, n))
+	b.prefix(r)
+	var call *callEvent
+	var steps []any // the call's cells and restarts, in order
+	flush := func() {
+		if call != nil {
+			b.turn(r, call, steps)
+		}
+		call, steps = nil, nil
+	}
+	for _, s := range r.steps {
+		if c, ok := s.(*callEvent); ok {
+			flush()
+			call = c
+			continue
+		}
+		if call == nil { // before any call: written as it comes
+			b.step(s)
+			continue
+		}
+		steps = append(steps, s)
+	}
+	flush()
+	b.markdown(answerText(r))
+}
+
+// runHeader is the run's first cell.
+func runHeader(r *runLog, i, n int) string {
+	in := r.info
+	var h strings.Builder
+	title := "Condition " + in.Condition
+	if n > 1 {
+		title = fmt.Sprintf("Run %d of %d: condition %s", i+1, n, in.Condition)
+	}
+	if in.Model != "" {
+		title += " · " + in.Model
+	}
+	if in.Task != "" {
+		title += " · task " + in.Task
+	}
+	h.WriteString("# " + mdText(title) + "\n\n")
+	h.WriteString(mdQuote(mdText(in.Question)) + "\n\n")
+	item := func(k, v string) { fmt.Fprintf(&h, "- **%s:** %s\n", k, v) }
+	model := mdCode(in.Model)
+	if in.BaseURL != "" {
+		model += " at " + mdCode(in.BaseURL)
+	}
+	item("model", model)
+	item("condition", fmt.Sprintf("%s (protocol %s)", mdText(in.Condition), mdText(in.Protocol)))
+	if in.Task != "" {
+		item("task", mdCode(in.Task))
+	}
+	if p := in.Prefix; p != nil {
+		item("prefix", fmt.Sprintf("%s from %s, %d cells, sha256 %s", mdCode(p.Name), mdCode(p.Source), p.Cells, mdCode(shortHash(p.SHA256))))
+	}
+	if s := in.Skill; s != nil {
+		item("skill document", fmt.Sprintf("%d bytes, sha256 %s (not recorded in the trajectory)", s.Bytes, mdCode(shortHash(s.SHA256))))
+	}
+	var data struct {
+		Tier *string `json:"tier"`
+		Seed *int64  `json:"seed"`
+	}
+	if len(in.Data) > 0 && json.Unmarshal(in.Data, &data) == nil && data.Tier != nil {
+		d := "tier " + mdText(*data.Tier)
+		if data.Seed != nil {
+			d += fmt.Sprintf(", seed %d", *data.Seed)
+		}
+		item("data", d)
+	}
+	item("budgets", budgetsText(r))
+	if in.Time != "" {
+		item("started", mdText(in.Time))
+	}
+	return h.String()
+}
+
+func budgetsText(r *runLog) string {
+	bu := r.info.Budgets
+	parts := []string{nPlural(bu.MaxTurns, "turn"), fmt.Sprintf("%d prompt tokens", bu.MaxPromptTokens)}
+	if bu.MaxOutputTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d output tokens a call", bu.MaxOutputTokens))
+	}
+	parts = append(parts, msSeconds(bu.CellTimeoutMS)+" a cell")
+	if bu.OutputBudget < 0 {
+		parts = append(parts, "the whole output of each cell read")
+	} else {
+		parts = append(parts, fmt.Sprintf("%d characters of each output read", bu.OutputBudget))
+	}
+	if bu.MaxRestarts < 0 {
+		parts = append(parts, "no restarts")
+	} else {
+		parts = append(parts, nPlural(bu.MaxRestarts, "restart"))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// prefix writes the prefix's cells.
+func (b *nbBuilder) prefix(r *runLog) {
+	p := r.info.Prefix
+	if p == nil {
+		return
+	}
+	built := ""
+	if r.prefix != nil {
+		built = fmt.Sprintf(", set up in %s (the kernel's start and the build)", msSeconds(r.prefix.SetupMS))
+	}
+	title := "## Prefix " + mdCode(p.Name) + "\n\n"
+	if r.prefix != nil && len(r.prefix.Results) > 0 {
+		b.markdown(fmt.Sprintf("%sThe session before the model's first message: the prefix's %s%s, with the outputs the kernel gave.",
+			title, nPlural(len(r.prefix.Results), "cell"), built))
+		for _, c := range r.prefix.Results {
+			b.code(c.Code, c.Count, resultOutputs(c.kernelResult))
+		}
+		return
+	}
+	loaded, why := loadPrefix(p.Name, p.Source, p.SHA256)
+	if loaded == nil {
+		b.markdown(fmt.Sprintf("%sThe session before the model's first message: the prefix's %s%s. The trajectory records the "+
+			"prefix's name, source and sha256, not its cells or their outputs, and its cells are not shown: %s.",
+			title, nPlural(p.Cells, "cell"), built, mdText(why)))
+		return
+	}
+	b.markdown(fmt.Sprintf("%sThe session before the model's first message: the prefix's %s%s. **Their outputs were not recorded** "+
+		"in the trajectory, which holds the prefix's name, source and sha256: the cells below are the prefix read again from %s, "+
+		"whose cells have the run's sha256. Run them with the data as `data/` to see their outputs.",
+		title, nPlural(len(loaded.Cells), "cell"), built, mdCode(p.Source)))
+	for _, c := range loaded.Cells {
+		b.code(c.Code, 0, nil)
+	}
+}
+
+// loadPrefix reads the run's prefix again: a built-in one by name, else
+// its file; nil, and why, unless its cells are the ones that ran.
+func loadPrefix(name, source, sha string) (*prefixes.Prefix, string) {
+	which := source
+	if rest, ok := strings.CutPrefix(source, "builtin:"); ok {
+		which = strings.TrimSuffix(rest, filepath.Ext(rest))
+	}
+	if which == "" {
+		which = name
+	}
+	p, err := prefixes.Load(which)
+	if err != nil {
+		return nil, "it could not be read again (" + err.Error() + ")"
+	}
+	if got := p.Hash(); got != sha {
+		return nil, fmt.Sprintf("the prefix at %s has changed since the run (its cells' sha256 is %s, the run's %s)", source, shortHash(got), shortHash(sha))
+	}
+	return p, ""
+}
+
+// turn writes one model call, then its cells and restarts in the order
+// they happened (a restart comes before the cell whose code killed the
+// kernel, as in the trajectory).
+func (b *nbBuilder) turn(r *runLog, call *callEvent, steps []any) {
+	var cells []*cellEvent
+	for _, s := range steps {
+		if c, ok := s.(*cellEvent); ok {
+			cells = append(cells, c)
+		}
+	}
+	b.markdown(turnText(r, call, cells))
+	for _, s := range steps {
+		b.step(s)
+	}
+}
+
+func (b *nbBuilder) step(s any) {
+	switch s := s.(type) {
+	case *cellEvent:
+		b.cell(s)
+	case *restartEvent:
+		b.restart(s)
+	}
+}
+
+// turnText is the call's cell: its cost and the model's words outside code.
+func turnText(r *runLog, call *callEvent, cells []*cellEvent) string {
+	var t strings.Builder
+	fmt.Fprintf(&t, "## Turn %d\n\n", call.Turn)
+	if call.Error != "" {
+		fmt.Fprintf(&t, "The model call failed: %s\n", mdText(call.Error))
+		return t.String()
+	}
+	u := call.Usage
+	cost := fmt.Sprintf("Model call: %s, %d prompt tokens", nPlural(call.Messages, "message"), u.PromptTokens)
+	if u.CachedTokens > 0 {
+		cost += fmt.Sprintf(" (%d cached)", u.CachedTokens)
+	}
+	cost += fmt.Sprintf(", %d output tokens", u.CompletionTokens)
+	if u.ReasoningTokens > 0 {
+		cost += fmt.Sprintf(" (%d reasoning)", u.ReasoningTokens)
+	}
+	if u.Estimated {
+		cost += " (estimated by the tokenizer)"
+	}
+	if call.FinishReason != "" {
+		cost += "; finish reason " + mdCode(call.FinishReason)
+	}
+	if call.LatencyMS > 0 {
+		cost += "; " + msSeconds(call.LatencyMS)
+	}
+	if call.Attempts > 1 {
+		cost += fmt.Sprintf(" (%d attempts)", call.Attempts)
+	}
+	t.WriteString(cost + ".\n")
+
+	tools := r.info.Protocol == "eval" || r.info.Protocol == "cli"
+	var words []string
+	changed := ""
+	switch {
+	case len(cells) == 0:
+		words = append(words, call.Content)
+	case tools:
+		words = append(words, call.Content)
+		for i, tc := range call.ToolCalls {
+			if i >= len(cells) {
+				words = append(words, fmt.Sprintf("(also called %s, not served: the run had ended) %s", tc.Name, tc.Arguments))
+				continue
+			}
+			if tc.Name != "eval" {
+				continue
+			}
+			var args struct {
+				Code string `json:"code"`
+			}
+			if json.Unmarshal([]byte(tc.Arguments), &args) == nil {
+				w, whole := outside(args.Code, cells[i].Code)
+				if whole {
+					changed = args.Code
+				} else {
+					words = append(words, w)
+				}
+			}
+		}
+	default: // one message, one cell
+		w, whole := outside(call.Content, cells[0].Code)
+		if whole {
+			changed = call.Content
+		} else {
+			words = append(words, w)
+		}
+	}
+	var said []string
+	for _, w := range words {
+		if w = strings.TrimSpace(w); w != "" {
+			said = append(said, w)
+		}
+	}
+	if len(said) > 0 {
+		lead := "The model's words outside its code:"
+		if len(cells) == 0 {
+			lead = "The model's message:"
+		}
+		fmt.Fprintf(&t, "\n%s\n\n%s\n", lead, mdQuote(strings.Join(said, "\n\n")))
+	}
+	if changed != "" {
+		fmt.Fprintf(&t, "\nThe message as it came (the harness changed it before it ran; see the notes below the cell):\n\n%s\n", mdFence(changed, ""))
+	}
+	return t.String()
+}
+
+// outside is the text of msg outside code, fences taken out: what a repair
+// removed. whole says code is not a part of msg, so that msg is to be shown
+// whole.
+func outside(msg, code string) (words string, whole bool) {
+	code = strings.Trim(code, "\n")
+	if strings.TrimSpace(code) == "" {
+		return msg, false
+	}
+	i := strings.Index(msg, code)
+	if i < 0 {
+		return "", true
+	}
+	before, after := msg[:i], msg[i+len(code):]
+	before = strings.TrimRight(before, " \t\n")
+	if j := strings.LastIndexByte(before, '\n'); fenceLine.MatchString(before[j+1:]) {
+		before = before[:max(j, 0)]
+	}
+	after = strings.TrimLeft(after, " \t\n")
+	first, rest, _ := strings.Cut(after, "\n")
+	if fenceLine.MatchString(first) {
+		after = rest
+	}
+	var parts []string
+	for _, p := range []string{before, after} {
+		if p = strings.TrimSpace(p); p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, "\n\n"), false
+}
+
+var fenceLine = regexp.MustCompile("^[ \t]*```[ \t]*[A-Za-z0-9_+-]*[ \t]*$")
+
+// cell writes one cell and the notes on it.
+func (b *nbBuilder) cell(c *cellEvent) {
+	var outs []map[string]any
+	var cutNotes []string
+	if c.recorded {
+		outs = resultOutputs(c.kernelResult)
+	} else {
+		outs, cutNotes = textOutputs(c)
+	}
+	switch {
+	case c.Tool == "read":
+		args := c.Arguments
+		var compact bytes.Buffer
+		if json.Compact(&compact, []byte(args)) == nil {
+			args = compact.String() // one line, so that the cell stays one comment
+		}
+		b.code("# read "+strings.ReplaceAll(args, "\n", " "), c.Count, outs)
+	case c.Tool == "bash" && c.Code != "":
+		b.code("%%bash\n"+c.Code, c.Count, outs)
+	case c.Tool != "":
+		b.markdown(fmt.Sprintf("The model called %s with\n\n%s", mdCode(c.Tool), mdFence(c.Arguments, "json")))
+	case strings.TrimSpace(c.Code) != "":
+		b.code(c.Code, c.Count, outs)
+	}
+	notes := append([]string{}, c.Notes...)
+	notes = append(notes, cutNotes...)
+	if c.Dropped > 0 {
+		notes = append(notes, fmt.Sprintf("%d bytes of this output were dropped at the output cap before the model read it", c.Dropped))
+	}
+	notes = append(notes, c.After...)
+	if len(notes) == 0 {
+		return
+	}
+	if len(notes) == 1 {
+		b.markdown("**ctxcode:** " + mdText(notes[0]))
+		return
+	}
+	var t strings.Builder
+	t.WriteString("**ctxcode:**\n\n")
+	for _, n := range notes {
+		t.WriteString("- " + mdText(n) + "\n")
+	}
+	b.markdown(t.String())
+}
+
+func (b *nbBuilder) restart(e *restartEvent) {
+	t := fmt.Sprintf("**ctxcode: the kernel died and was restarted** (restart %d of the run): %s", e.Restarts, mdText(e.Cause))
+	if e.Error != "" {
+		t += "\n\nThe session could not be rebuilt: " + mdText(e.Error)
+	}
+	b.markdown(t)
+}
+
+// answerText is the run's last cell.
+func answerText(r *runLog) string {
+	var t strings.Builder
+	t.WriteString("## Answer\n\n")
+	e := r.end
+	switch {
+	case r.answer != nil:
+		fmt.Fprintf(&t, "%s, %s\n", valueText(r.answer.Value), sourceText(r.answer.Source))
+	case e != nil && e.Answer != "":
+		fmt.Fprintf(&t, "%s, %s\n", valueText(e.Answer), sourceText(e.AnswerSource))
+	default:
+		t.WriteString("No answer.\n")
+	}
+	t.WriteString("\n")
+	if e == nil {
+		t.WriteString("- **status:** the run did not end: the trajectory stops here (it was interrupted, or is still being written)\n")
+	} else {
+		status := mdCode(e.Status)
+		if e.Error != "" {
+			status += ": " + mdText(e.Error)
+		}
+		fmt.Fprintf(&t, "- **status:** %s\n", status)
+		cost := fmt.Sprintf("%s, %d context tokens, %d output tokens, %d cached", nPlural(e.Turns, "turn"), e.ContextTokens, e.OutputTokens, e.CachedTokens)
+		if e.Estimated {
+			cost += " (estimated by the tokenizer)"
+		}
+		if e.Restarts > 0 {
+			cost += ", " + nPlural(e.Restarts, "kernel restart")
+		}
+		cost += fmt.Sprintf("; %s (setup %s, model %s)", msSeconds(e.WallMS), msSeconds(e.SetupMS), msSeconds(e.ModelMS))
+		fmt.Fprintf(&t, "- **cost:** %s\n", cost)
+	}
+	if g := r.grade; g != nil {
+		grade := "**" + mdText(g.Verdict) + "**"
+		switch {
+		case g.Verdict == "unexecuted" && g.Correct:
+			grade += " (it matches the gold, but no code computed it: wrong in accuracy)"
+		case g.Accurate:
+			grade += " (counts in accuracy)"
+		default:
+			grade += " (wrong in accuracy)"
+		}
+		if g.Reason != "" {
+			grade += ": " + mdText(g.Reason)
+		}
+		gold := strings.TrimSpace(string(g.Gold))
+		if gold == "" {
+			gold = "null"
+		}
+		fmt.Fprintf(&t, "- **grade:** %s\n- **gold:** %s\n", grade, valueText(gold))
+	} else {
+		t.WriteString("- **grade:** not graded (the run had no task with a gold answer)\n")
+	}
+	return t.String()
+}
+
+func sourceText(source string) string {
+	switch source {
+	case "executed":
+		return "executed: ANSWER(value) ran in the kernel"
+	case "stated":
+		return "stated: condition A's final message \"ANSWER: value\""
+	case "unexecuted":
+		return "unexecuted: the model wrote it as text, no code computed it"
+	}
+	return mdText(source)
+}
+
+// valueText shows a value: in a code span when short, else fenced.
+func valueText(v string) string {
+	if len(v) <= 80 && !strings.ContainsAny(v, "`\n") {
+		return "`" + v + "`"
+	}
+	return "\n" + mdFence(v, "json")
+}
+
+// resultOutputs are a recorded result's outputs, by the rule of
+// prefixes.ExportNotebook.
+func resultOutputs(r kernelResult) []map[string]any {
+	out := []map[string]any{}
+	for _, s := range []struct{ name, text string }{{"stdout", r.Stdout}, {"stderr", r.Stderr}} {
+		if s.text != "" {
+			out = append(out, streamOutput(s.name, s.text))
+		}
+	}
+	switch {
+	case r.Error != nil && r.Status != "ok":
+		tb := strings.TrimRight(r.Error.Traceback, "\n")
+		if tb == "" {
+			tb = r.Error.Name + ": " + r.Error.Value
+		}
+		out = append(out, errorOutput(r.Error.Name, r.Error.Value, tb))
+	case r.answered():
+		out = append(out, answerOutput("ANSWER: "+string(r.Answer)))
+	case r.Value != "":
+		out = append(out, valueOutput(r.Value, r.Count))
+	}
+	return out
+}
+
+// cutNote matches the note a budget cut leaves in an output.
+var cutNote = regexp.MustCompile(`(?m)^\[ctxcode: (\d+ characters of the [^\n]* cut here[^\n]*)\]$`)
+
+// exceptionLine reads "Name: value" or "Name", the last line of a
+// traceback.
+var exceptionLine = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.]*)(?::\s?(.*))?$`)
+
+// textOutputs reads the outputs back from the text the model read (see
+// the top of this file), and the notes of budget cuts in it.
+func textOutputs(c *cellEvent) (outs []map[string]any, cutNotes []string) {
+	body := c.Output
+	for _, n := range c.Notes {
+		body = strings.TrimPrefix(strings.TrimPrefix(body, session.Note(n)), "\n")
+	}
+	for i := len(c.After) - 1; i >= 0; i-- {
+		body = strings.TrimSuffix(strings.TrimSuffix(body, session.Note(c.After[i])), "\n")
+	}
+	if body == session.Note("no output") {
+		body = ""
+	}
+	for _, m := range cutNote.FindAllStringSubmatch(body, -1) {
+		cutNotes = append(cutNotes, "the output the model read was cut to the budget: "+m[1])
+	}
+	outs = []map[string]any{}
+	if body == "" {
+		return outs, cutNotes
+	}
+	printed := func(s string) {
+		if strings.TrimSpace(s) == "" {
+			return
+		}
+		if !strings.HasSuffix(s, "\n") {
+			s += "\n"
+		}
+		outs = append(outs, streamOutput("stdout", s))
+	}
+	if c.Tool != "" { // a command's output, or the lines a read returned
+		printed(body)
+		return outs, cutNotes
+	}
+	switch {
+	case c.answered():
+		if i := lastLineStart(body, "ANSWER: "); i >= 0 {
+			printed(body[:i])
+			outs = append(outs, answerOutput(body[i:]))
+			return outs, cutNotes
+		}
+	case c.Status == "error" || c.Status == "timeout":
+		i := firstLineStart(body, "Cell In[")
+		if i < 0 {
+			i = strings.LastIndexByte(strings.TrimRight(body, "\n"), '\n') + 1
+		}
+		tb := strings.TrimRight(body[i:], "\n")
+		last := tb[strings.LastIndexByte(tb, '\n')+1:]
+		name, value := "Error", last
+		if m := exceptionLine.FindStringSubmatch(last); m != nil {
+			name, value = m[1], m[2]
+		}
+		printed(body[:i])
+		outs = append(outs, errorOutput(name, value, tb))
+		return outs, cutNotes
+	case c.Count > 0:
+		if i := lastLineStart(body, "Out["+strconv.Itoa(c.Count)+"]: "); i >= 0 {
+			printed(body[:i])
+			v := body[i+len("Out["+strconv.Itoa(c.Count)+"]: "):]
+			outs = append(outs, valueOutput(strings.TrimPrefix(v, "\n"), c.Count))
+			return outs, cutNotes
+		}
+	}
+	printed(body)
+	return outs, cutNotes
+}
+
+// lastLineStart is the offset of the last line of s that starts with p, or
+// -1.
+func lastLineStart(s, p string) int {
+	if strings.HasPrefix(s, p) && !strings.Contains(s, "\n"+p) {
+		return 0
+	}
+	if i := strings.LastIndex(s, "\n"+p); i >= 0 {
+		return i + 1
+	}
+	return -1
+}
+
+// firstLineStart is the offset of the first line of s that starts with p,
+// or -1.
+func firstLineStart(s, p string) int {
+	if strings.HasPrefix(s, p) {
+		return 0
+	}
+	if i := strings.Index(s, "\n"+p); i >= 0 {
+		return i + 1
+	}
+	return -1
+}
+
+func streamOutput(name, text string) map[string]any {
+	return map[string]any{"output_type": "stream", "name": name, "text": nbLines(text)}
+}
+
+func errorOutput(name, value, traceback string) map[string]any {
+	return map[string]any{"output_type": "error", "ename": name, "evalue": value, "traceback": strings.Split(traceback, "\n")}
+}
+
+func answerOutput(text string) map[string]any {
+	return map[string]any{"output_type": "display_data", "metadata": struct{}{}, "data": map[string][]string{"text/plain": nbLines(text)}}
+}
+
+func valueOutput(value string, count int) map[string]any {
+	return map[string]any{"output_type": "execute_result", "execution_count": execCount(count), "metadata": struct{}{},
+		"data": map[string][]string{"text/plain": nbLines(value)}}
+}
+
+// execCount is an execution count, null when the cell never ran.
+func execCount(n int) *int {
+	if n <= 0 {
+		return nil
+	}
+	return &n
+}
+
+// nbLines splits s the way Jupyter stores text: each line keeps its "\n",
+// except a last line without one.
+func nbLines(s string) []string {
+	out := []string{}
+	for s != "" {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			out = append(out, s)
+			break
+		}
+		out = append(out, s[:i+1])
+		s = s[i+1:]
+	}
+	return out
+}
+
+// Markdown helpers.
+
+var mdSpecial = strings.NewReplacer(`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`, "|", `\|`)
+
+// mdText is text that Markdown shows as it is.
+func mdText(s string) string { return mdSpecial.Replace(s) }
+
+// mdCode shows s in a code span (a fenced block when it spans lines).
+func mdCode(s string) string {
+	if s == "" {
+		return "*(none)*"
+	}
+	if strings.Contains(s, "\n") {
+		return "\n\n" + mdFence(s, "") + "\n"
+	}
+	ticks := "`"
+	for strings.Contains(s, ticks) {
+		ticks += "`"
+	}
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		return ticks + " " + s + " " + ticks
+	}
+	return ticks + s + ticks
+}
+
+// mdFence is s in a fenced code block, its fence longer than any run of
+// backticks in s.
+func mdFence(s, lang string) string {
+	ticks := "```"
+	for strings.Contains(s, ticks) {
+		ticks += "`"
+	}
+	return ticks + lang + "\n" + strings.TrimRight(s, "\n") + "\n" + ticks
+}
+
+// mdQuote is s as a Markdown block quote.
+func mdQuote(s string) string {
+	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range ls {
+		if l == "" {
+			ls[i] = ">"
+		} else {
+			ls[i] = "> " + l
+		}
+	}
+	return strings.Join(ls, "\n")
+}
+
+func nPlural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// msSeconds is a time in milliseconds for people: "5 ms", "1.58 s", "30 s".
+func msSeconds(ms int64) string {
+	if ms < 1000 {
+		return strconv.FormatInt(ms, 10) + " ms"
+	}
+	s := strconv.FormatFloat(float64(ms)/1000, 'f', 2, 64)
+	return strings.TrimSuffix(strings.TrimRight(s, "0"), ".") + " s"
+}
+
+// shortHash is a hash's first 12 hex digits.
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12] + "…"
+	}
+	return h
+}
