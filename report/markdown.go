@@ -129,6 +129,9 @@ func taskCell(c TaskCell, runLink string) string {
 		var links []string
 		for i, t := range c.Trials {
 			links = append(links, fmt.Sprintf("[r%d](%s)", i+1, path.Join(runLink, t)))
+			if i < len(c.Notebooks) {
+				links = append(links, fmt.Sprintf("([nb](%s))", path.Join(runLink, c.Notebooks[i])))
+			}
 		}
 		if len(links) > 0 {
 			s += " · " + strings.Join(links, " ")

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/datasets"
@@ -67,6 +69,16 @@ type Options struct {
 	Baseline string
 	// Prices, by model name, turn tokens into money; nil: no money.
 	Prices map[string]Price
+	// Notebooks links each trial's notebook (NotebookPath), which the
+	// caller writes with TrajectoryNotebook.
+	Notebooks bool
+}
+
+// NotebookPath is where the notebook of a trial's trajectory is kept,
+// relative to the run directory: notebooks/<the trajectory's name>.ipynb.
+func NotebookPath(trajectory string) string {
+	base := strings.TrimSuffix(filepath.Base(trajectory), filepath.Ext(trajectory))
+	return filepath.ToSlash(filepath.Join("notebooks", base+".ipynb"))
 }
 
 // Report is every number the pages show.
@@ -173,6 +185,9 @@ type TaskCell struct {
 	Turns     float64  `json:"mean_turns"`
 	Context   float64  `json:"mean_context_tokens"`
 	Trials    []string `json:"trials"` // trajectory paths, relative to the run directory, rep by rep
+	// Notebooks are the trials' notebooks, relative to the run directory,
+	// with Options.Notebooks.
+	Notebooks []string `json:"notebooks,omitempty"`
 }
 
 // layers are the seed's attribution, in the ladder's order.
@@ -232,7 +247,7 @@ func Build(runs []*Run, opts Options) (*Report, error) {
 			rep.Versus = append(rep.Versus, compare(c+" vs "+rep.Baseline, first, m.Name, rep.Baseline, first, m.Name, c, rng))
 		}
 	}
-	rep.Tasks = taskRows(first)
+	rep.Tasks = taskRows(first, opts.Notebooks)
 	if len(runs) == 2 {
 		rep.Pairs, rep.Notes = pairRuns(runs[0], runs[1], rng, rep.Notes)
 	}
@@ -417,7 +432,7 @@ func compare(name string, a *Run, modelA, from string, b *Run, modelB, to string
 	return c
 }
 
-func taskRows(r *Run) []TaskRow {
+func taskRows(r *Run, notebooks bool) []TaskRow {
 	var rows []TaskRow
 	byKey := map[bench.Key]bench.Trial{}
 	for _, t := range r.Final {
@@ -434,6 +449,9 @@ func taskRows(r *Run) []TaskRow {
 						continue
 					}
 					cell.Trials = append(cell.Trials, t.Trajectory)
+					if notebooks {
+						cell.Notebooks = append(cell.Notebooks, NotebookPath(t.Trajectory))
+					}
 					if t.Class == bench.ClassInfra {
 						cell.Infra++
 						continue

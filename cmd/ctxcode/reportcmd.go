@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/ctxcode/ctxcode/bench"
@@ -14,7 +15,7 @@ import (
 )
 
 const reportUsage = `Usage:
-  ctxcode report RUNDIR [RUNDIR2] [--md FILE] [--html FILE] [--json] [--baseline C] [--prices FILE]
+  ctxcode report RUNDIR [RUNDIR2] [--md FILE] [--html FILE] [--json] [--baseline C] [--prices FILE] [--notebooks]
 
 Reads a run directory written by "ctxcode bench" (nothing else: it works on
 a run from another machine) and writes the ladder: per model and condition,
@@ -35,7 +36,8 @@ previous report wrote there), or the files --md and --html name (which
 must not exist, unless --force). --json prints every number as one JSON
 object on stdout. --prices FILE is a JSON object from model name to
 {"input", "cached_input", "output"} in USD per 1M tokens: money is shown
-only then.
+only then. --notebooks writes every trial as a Jupyter notebook under
+RUNDIR/notebooks/ (as ctxcode notebook does) and links each from the report.
 
 Exit codes: 0 written; 1 a file could not be written; 2 bad input (not a run
 directory, a malformed log or prices file, an unknown --baseline).
@@ -49,6 +51,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	baseline := fs.String("baseline", "", "the condition every other is compared with (default A when the run has it)")
 	pricesFile := fs.String("prices", "", "model prices, a JSON file: {\"MODEL\": {\"input\": USD, \"cached_input\": USD, \"output\": USD}} per 1M tokens")
 	force := fs.Bool("force", false, "overwrite --md and --html if they exist")
+	notebooks := fs.Bool("notebooks", false, "also write each trial as a Jupyter notebook under RUNDIR/notebooks/ and link it")
 	if err := fs.parse(args, 2, "one or two run directories"); err != nil {
 		return err
 	}
@@ -56,7 +59,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("report: give the run directory: ctxcode report RUNDIR (written by ctxcode bench --out RUNDIR)")
 	}
 	var opts reports.Options
-	opts.Baseline = *baseline
+	opts.Baseline, opts.Notebooks = *baseline, *notebooks
 	if *pricesFile != "" {
 		p, err := reports.ReadPrices(*pricesFile)
 		if err != nil {
@@ -66,8 +69,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var runs []*reports.Run
 	for _, dir := range fs.Args() {
-		if err := checkDataDir("report:", dir); err != nil {
-			return err
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return usagef("report: %s: no such folder; give a run directory, written by ctxcode bench --out RUNDIR", dir)
 		}
 		r, err := reports.Load(dir)
 		var ce *bench.ConfigError
@@ -103,6 +106,11 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 
+	if *notebooks {
+		if err := writeNotebooks(runs[0], stderr); err != nil {
+			return err
+		}
+	}
 	var mdBuf bytes.Buffer
 	link, err := filepath.Rel(filepath.Dir(absPath(mdPath)), absPath(runs[0].Dir))
 	if err != nil {
@@ -133,6 +141,32 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(stderr, "ctxcode: note: %s\n", n)
+	}
+	return nil
+}
+
+// writeNotebooks writes the notebook of every trial of r under
+// r.Dir/notebooks/ (replacing what an earlier report wrote there). A
+// trajectory that cannot be read is a warning: its link is dead.
+func writeNotebooks(r *reports.Run, stderr io.Writer) error {
+	if err := os.MkdirAll(filepath.Join(r.Dir, "notebooks"), 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	for _, t := range r.Final {
+		f, err := os.Open(filepath.Join(r.Dir, t.Trajectory))
+		if err != nil {
+			fmt.Fprintf(stderr, "ctxcode: report: trial %s: %v\n", t.Key, err)
+			continue
+		}
+		nb, err := reports.TrajectoryNotebook(f)
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(stderr, "ctxcode: report: trial %s: %s: %v\n", t.Key, t.Trajectory, err)
+			continue
+		}
+		if err := writeAtomic("report", filepath.Join(r.Dir, reports.NotebookPath(t.Trajectory)), nb, true); err != nil {
+			return err
+		}
 	}
 	return nil
 }
