@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what ctxcode's kernels and tests need on a Debian host: Python 3
 # with IPython and pandas, nbformat for Debian's python3 (the notebook tests
-# validate exported notebooks with it), and debootstrap where Docker is (to
-# build the kernel image). Does nothing when they are present.
+# validate exported notebooks with it), debootstrap where Docker is (to
+# build the kernel image), and Chromium (the report's browser test opens
+# report.html in it, headless). Does nothing when they are present.
 # In CI (CI set) a missing package that cannot be installed is an error.
 set -euo pipefail
 
@@ -22,6 +23,10 @@ fi
 # With Docker present, the kernel image is built offline with debootstrap.
 if command -v docker >/dev/null 2>&1 && ! command -v debootstrap >/dev/null 2>&1; then
   pkgs="$pkgs debootstrap"
+fi
+# The report's browser test drives a headless Chromium (chromedp).
+if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+  pkgs="$pkgs chromium"
 fi
 [ -n "$pkgs" ] || exit 0
 
