@@ -329,10 +329,21 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 		s.Cells = cells
 	}
 	r.res.Setup = time.Since(started)
+	// The built cells with the kernel's own results, so that a trajectory
+	// alone shows the session as the model met it (ctxcode notebook).
+	type prefixCell struct {
+		Code string `json:"code"`
+		kernel.Result
+	}
+	results := make([]prefixCell, len(s.Cells))
+	for i, c := range s.Cells {
+		results[i] = prefixCell{c.Code, c.Result}
+	}
 	tr.Emit("prefix", struct {
-		Cells   int   `json:"cells"`
-		SetupMS int64 `json:"setup_ms"`
-	}{len(s.Cells), r.res.Setup.Milliseconds()})
+		Cells   int          `json:"cells"`
+		SetupMS int64        `json:"setup_ms"`
+		Results []prefixCell `json:"results"`
+	}{len(s.Cells), r.res.Setup.Milliseconds(), results})
 	if s.Prefix != nil {
 		r.in = s.Prefix.Input(s.Cells, info.Question)
 	} else {
@@ -845,8 +856,15 @@ func (r *runner) addCell(c session.Cell, repeatOf int, sh *kernel.ShellResult) {
 		DroppedBytes int64           `json:"dropped_bytes,omitempty"`
 		ElapsedMS    int64           `json:"elapsed_ms"`
 		Answer       json.RawMessage `json:"answer,omitempty"`
+		// The kernel's own result beside the text the model read, uncut
+		// (within the kernel's output cap), for ctxcode notebook.
+		Stdout string            `json:"stdout,omitempty"`
+		Stderr string            `json:"stderr,omitempty"`
+		Value  string            `json:"value,omitempty"`
+		Error  *kernel.ErrorInfo `json:"error,omitempty"`
 	}{r.res.Turns, c.Result.Count, tool, args, c.Code, c.Reply, c.Notes, c.After, repeatOf, c.Result.Status,
-		exit, signal, timedOut, output, c.Result.DroppedBytes, c.Result.ElapsedMS, c.Result.Answer})
+		exit, signal, timedOut, output, c.Result.DroppedBytes, c.Result.ElapsedMS, c.Result.Answer,
+		c.Result.Stdout, c.Result.Stderr, c.Result.Value, c.Result.Error})
 }
 
 func (r *runner) answer(value, source string) {

@@ -16,10 +16,12 @@ package report
 //
 //  1. a Markdown cell: the run's header (condition and protocol, model,
 //     task, question, prefix or skill document, data, budgets, start);
-//  2. the prefix: a Markdown cell, then one code cell per prefix cell. With
-//     outputs only when the prefix event records them ("results", see
-//     below); trajectories written so far record the prefix's name, source
-//     and sha256 only, so its cells are read again with prefixes.Load and
+//  2. the prefix: a Markdown cell, then one code cell per prefix cell.
+//     The prefix event records the built cells ("results": each cell's
+//     code and its kernel.Result's fields), so they are shown with the
+//     kernel's execution counts and outputs (see Outputs below). Older
+//     trajectories, without "results", record the prefix's name, source
+//     and sha256 only: its cells are read again with prefixes.Load and
 //     shown when their sha256 is the run's, with no outputs, execution
 //     count null, and a note saying the outputs were not recorded;
 //  3. per model call, a Markdown cell "Turn n": the call's cost (messages,
@@ -45,18 +47,28 @@ package report
 //  5. a Markdown cell "Answer": the value and its source, the status and
 //     the run's cost, and the grade (verdict, reason, gold).
 //
-// Outputs. When a cell event records the kernel's result (stdout, stderr,
-// value, error, as a kernel.Result has them), the outputs are those of
+// Outputs. A cell event records "output", the text the model read (the
+// notes, stdout and stderr, then "Out[n]: value", the compact traceback or
+// "ANSWER: <json>", within the output budget), and beside it the kernel's
+// own result: "stdout", "stderr", "value", "error" (each left out when
+// empty) and "answer", as a kernel.Result has them, uncut but for the
+// kernel's output cap. The outputs are then those of
 // prefixes.ExportNotebook: a stdout stream, a stderr stream, then an error,
-// an ANSWER display ("ANSWER: <json>") or an execute_result. Trajectories
-// written so far record only "output", the text the model read: the notes,
-// stdout and stderr, then "Out[n]: value", the compact traceback or
-// "ANSWER: <json>", within the output budget. Its notes are taken out (they
-// become the Markdown cell), its last part becomes the execute_result, the
-// error (ename and evalue from the traceback's last line) or the ANSWER
-// display, and what comes before it is one stdout stream: stdout and
-// stderr are not apart in that text, and what the budget cut stays cut,
-// with its note in place.
+// an ANSWER display or an execute_result; where the budget cut "output",
+// the notebook shows the whole output and the note below the cell says the
+// model read it cut, with the cut's own words (how much, and where the
+// rest is). Older trajectories record only "output": its notes are taken
+// out (they become the Markdown cell), its last part becomes the
+// execute_result, the error (ename and evalue from the traceback's last
+// line) or the ANSWER display, and what comes before it is one stdout
+// stream: stdout and stderr are not apart in that text, and what the
+// budget cut stays cut, with its note in place. A cell with nothing
+// recorded beside "output" (no stdout, stderr, value or error) is read the
+// older way, which gives the same outputs. Condition A's commands record
+// stdout and stderr as one stream, as the shell op returns them, and its
+// reads the numbered lines, both as "stdout". Not recorded: the skill
+// document's text (only its sha256 and size), and what the kernel's output
+// cap dropped (only how many bytes).
 //
 // The notebook's metadata has the kernelspec and language_info of the
 // prefix's language (python3, or gophernotes for Go) and a "ctxcode"
@@ -192,8 +204,8 @@ type runEvent struct {
 type prefixEvent struct {
 	Cells   int   `json:"cells"`
 	SetupMS int64 `json:"setup_ms"`
-	// Results are the built cells with their kernel results, when the
-	// trajectory records them (not yet: see the top of this file).
+	// Results are the built cells with their kernel results; older
+	// trajectories do not record them (see the top of this file).
 	Results []struct {
 		Code string `json:"code"`
 		kernelResult
@@ -752,7 +764,10 @@ func (b *nbBuilder) cell(c *cellEvent) {
 	var outs []map[string]any
 	var cutNotes []string
 	if c.recorded {
+		// The real, uncut outputs; the cut notes still say what the model
+		// read of them.
 		outs = resultOutputs(c.kernelResult)
+		_, cutNotes = textOutputs(c)
 	} else {
 		outs, cutNotes = textOutputs(c)
 	}

@@ -217,8 +217,8 @@ func notebook(t *testing.T, python string, traj []byte) nbDoc {
 
 // TestTrajectoryNotebookReference makes a trajectory of each condition with
 // the reference model, graded, and writes it as a notebook: nbformat takes
-// it, the header names the run, the prefix's cells are the prefix's with
-// the note that their outputs were not recorded, the model's cell holds
+// it, the header names the run, the prefix's cells are the ones the kernel
+// built, with its execution counts and outputs, the model's cell holds
 // the code that ran with the kernel's execution count and its output, and
 // the last cell the answer with its grade. The trajectories one after
 // another (as ask --task all writes them) make one notebook of sections.
@@ -291,18 +291,35 @@ func TestTrajectoryNotebookReference(t *testing.T) {
 			code := d.code()
 			first := 0
 			if tc.prefix != "" {
-				p, err := prefixes.Load(tc.prefix)
-				require.NoError(t, err)
+				// The trajectory records the built cells' results: the
+				// notebook's prefix is the session the kernel built, as
+				// prefixes.ExportNotebook writes it from the same cells.
 				i := d.find("## Prefix `" + tc.prefix + "`")
 				require.Equal(t, 1, i, "the prefix follows the header")
-				assert.Contains(t, d.Cells[i].text(), "**Their outputs were not recorded**")
-				require.Greater(t, len(code), len(p.Cells))
-				for j, c := range p.Cells {
-					assert.Equal(t, c.Code, code[j].text())
-					assert.Nil(t, code[j].ExecutionCount, "not recorded, so not shown")
-					assert.Empty(t, code[j].Outputs)
+				assert.Contains(t, d.Cells[i].text(), "with the outputs the kernel gave")
+				assert.NotContains(t, d.Cells[i].text(), "not recorded")
+				built := s.Cells
+				require.NotEmpty(t, built, "Run built the prefix in the session")
+				exported, err := prefixes.ExportNotebook(s.Prefix, built)
+				require.NoError(t, err)
+				want := decode(t, exported).code()
+				require.Len(t, want, len(built))
+				require.Greater(t, len(code), len(built))
+				shown := 0
+				for j, c := range built {
+					assert.Equal(t, strings.TrimRight(c.Code, "\n"), code[j].text())
+					require.NotNil(t, code[j].ExecutionCount, "cell %d", j)
+					assert.Equal(t, c.Result.Count, *code[j].ExecutionCount, "the kernel's execution count")
+					assert.Equal(t, j+1, *code[j].ExecutionCount)
+					assert.Equal(t, want[j].Outputs, code[j].Outputs, "cell %d: the kernel's outputs", j)
+					if c.Result.Value != "" {
+						v := code[j].Outputs[len(code[j].Outputs)-1]
+						assert.Equal(t, c.Result.Value, strings.Join(v.Data["text/plain"], ""), "cell %d: the kernel's value", j)
+					}
+					shown += len(code[j].Outputs)
 				}
-				first = len(p.Cells)
+				assert.Positive(t, shown, "the prefix's cells show something")
+				first = len(built)
 			} else {
 				assert.Contains(t, head.text(), "**skill document:**")
 				assert.Equal(t, -1, d.find("## Prefix"))
@@ -354,8 +371,13 @@ func TestTrajectoryNotebookReference(t *testing.T) {
 }
 
 // TestTrajectoryNotebookOutputs: what a cell printed, its value, its
-// error, an output cut to the budget and ANSWER are the kernel's own, read
-// back from the text the model read; stdout and stderr are one stream.
+// error, an output cut to the budget and ANSWER are the kernel's own. A
+// trajectory records them (a cell's stdout, stderr, value and error beside
+// the output the model read), so the notebook has stdout and stderr apart
+// with the kernel's exact text and an output cut to the budget whole, with
+// the note that the model read it cut. An older trajectory, without those
+// fields, has them read back from the text the model read: stdout and
+// stderr one stream, the cut where it is.
 func TestTrajectoryNotebookOutputs(t *testing.T) {
 	python := nbPython(t)
 	data := pmData(t)
@@ -366,59 +388,138 @@ func TestTrajectoryNotebookOutputs(t *testing.T) {
 		text("for i in range(3000): print(i)"),
 		text("ANSWER(len(tasks))"),
 	}}
-	res, traj := trajectory(t, prefixSession(t, data, "pm"), m, agent.Config{}, nil, "How many tasks are there?")
+	s := prefixSession(t, data, "pm")
+	res, traj := trajectory(t, s, m, agent.Config{}, nil, "How many tasks are there?")
 	require.Equal(t, agent.Answered, res.Status, "%v", res.Err)
 	require.Len(t, res.Cells, 5)
-	d := notebook(t, python, traj)
-	code := d.code()
-	require.Len(t, code, 6+5)
-	cells := code[6:]
-	for i, c := range cells {
-		ran := res.Cells[i].Result
-		assert.Equal(t, res.Cells[i].Code, c.text())
-		require.NotNil(t, c.ExecutionCount)
-		assert.Equal(t, ran.Count, *c.ExecutionCount)
-		assert.Equal(t, 7+i, *c.ExecutionCount)
-	}
+	require.Len(t, s.Cells, 6, "the pm prefix, built")
 
 	hello := res.Cells[0].Result
+	require.Equal(t, "hello\n", hello.Stdout)
+	require.Equal(t, "oops\n", hello.Stderr)
 	require.Equal(t, "500", hello.Value)
-	assert.Equal(t, []nbOutput{
-		{OutputType: "stream", Name: "stdout", Text: []string{"hello\n", "oops\n"}},
-		{OutputType: "execute_result", Data: map[string][]string{"text/plain": {"500"}}, ExecutionCount: cells[0].ExecutionCount},
-	}, cells[0].Outputs)
-
 	teams := res.Cells[1].Result.Value
 	require.Contains(t, teams, "\n", "a value of several lines")
-	require.Len(t, cells[1].Outputs, 1)
-	assert.Equal(t, "execute_result", cells[1].Outputs[0].OutputType)
-	assert.Equal(t, teams, strings.Join(cells[1].Outputs[0].Data["text/plain"], ""))
-
 	failed := res.Cells[2].Result
+	require.Equal(t, "before\n", failed.Stdout)
 	require.NotNil(t, failed.Error)
-	require.Len(t, cells[2].Outputs, 2)
-	assert.Equal(t, nbOutput{OutputType: "stream", Name: "stdout", Text: []string{"before\n"}}, cells[2].Outputs[0])
-	e := cells[2].Outputs[1]
-	assert.Equal(t, "error", e.OutputType)
-	assert.Equal(t, "NameError", e.Ename)
-	assert.Equal(t, failed.Error.Value, e.Evalue)
-	assert.Equal(t, strings.Split(failed.Error.Traceback, "\n"), e.Traceback)
+	require.Equal(t, "NameError", failed.Error.Name)
+	long := res.Cells[3].Result
+	require.Greater(t, len(long.Stdout), 2000, "more than the output budget")
 
-	long := cells[3]
-	require.Len(t, long.Outputs, 1)
-	printed := strings.Join(long.Outputs[0].Text, "")
-	assert.True(t, strings.HasPrefix(printed, "0\n1\n2\n"))
-	assert.True(t, strings.HasSuffix(printed, "2998\n2999\n"))
-	assert.Contains(t, printed, "[ctxcode: ", "the cut is marked where it is")
-	assert.Less(t, len(printed), 2200, "what the model read, within the budget")
-	assert.Contains(t, d.Cells[d.find("for i in range")+1].text(),
-		"**ctxcode:** the output the model read was cut to the budget: ", "the note of the cut")
-	assert.Contains(t, d.Cells[d.find("for i in range")+1].text(), "\\_stdout\\[10\\]")
+	// check checks what both paths share and returns the model's code
+	// cells, after the prefix's 6.
+	check := func(t *testing.T, d nbDoc) []nbCell {
+		t.Helper()
+		code := d.code()
+		require.Len(t, code, 6+5)
+		cells := code[6:]
+		for i, c := range cells {
+			assert.Equal(t, res.Cells[i].Code, c.text())
+			require.NotNil(t, c.ExecutionCount)
+			assert.Equal(t, res.Cells[i].Result.Count, *c.ExecutionCount)
+			assert.Equal(t, 7+i, *c.ExecutionCount)
+		}
+		require.Len(t, cells[1].Outputs, 1)
+		assert.Equal(t, "execute_result", cells[1].Outputs[0].OutputType)
+		assert.Equal(t, teams, strings.Join(cells[1].Outputs[0].Data["text/plain"], ""))
 
-	assert.Equal(t, []nbOutput{{OutputType: "display_data", Data: map[string][]string{"text/plain": {"ANSWER: 500"}}}}, cells[4].Outputs)
-	last := d.Cells[len(d.Cells)-1].text()
-	assert.Contains(t, last, "`500`, executed")
-	assert.Contains(t, last, "**grade:** not graded")
+		e := cells[2].Outputs[len(cells[2].Outputs)-1]
+		assert.Equal(t, nbOutput{OutputType: "error", Ename: failed.Error.Name, Evalue: failed.Error.Value,
+			Traceback: strings.Split(failed.Error.Traceback, "\n")}, e)
+
+		printed := strings.Join(cells[3].Outputs[0].Text, "")
+		assert.True(t, strings.HasPrefix(printed, "0\n1\n2\n"))
+		assert.True(t, strings.HasSuffix(printed, "2998\n2999\n"))
+		cutNote := d.Cells[d.find("for i in range")+1].text()
+		assert.True(t, strings.HasPrefix(cutNote, "**ctxcode:** the output the model read was cut to the budget: "), "the note of the cut, alone: %s", cutNote)
+		assert.Contains(t, cutNote, "\\_stdout\\[10\\]", "the note says where the whole output is")
+
+		assert.Equal(t, []nbOutput{{OutputType: "display_data", Data: map[string][]string{"text/plain": {"ANSWER: 500"}}}}, cells[4].Outputs)
+		last := d.Cells[len(d.Cells)-1].text()
+		assert.Contains(t, last, "`500`, executed")
+		assert.Contains(t, last, "**grade:** not graded")
+		return cells
+	}
+
+	t.Run("recorded", func(t *testing.T) {
+		d := notebook(t, python, traj)
+		assert.Contains(t, d.Cells[d.find("## Prefix")].text(), "with the outputs the kernel gave")
+		for j, c := range d.code()[:6] {
+			require.NotNil(t, c.ExecutionCount)
+			assert.Equal(t, s.Cells[j].Result.Count, *c.ExecutionCount)
+		}
+		cells := check(t, d)
+		assert.Equal(t, []nbOutput{
+			{OutputType: "stream", Name: "stdout", Text: []string{hello.Stdout}},
+			{OutputType: "stream", Name: "stderr", Text: []string{hello.Stderr}},
+			{OutputType: "execute_result", Data: map[string][]string{"text/plain": {hello.Value}}, ExecutionCount: cells[0].ExecutionCount},
+		}, cells[0].Outputs, "stdout and stderr apart, as the kernel gave them")
+		require.Len(t, cells[2].Outputs, 2)
+		assert.Equal(t, nbOutput{OutputType: "stream", Name: "stdout", Text: []string{failed.Stdout}}, cells[2].Outputs[0])
+		require.Len(t, cells[3].Outputs, 1)
+		printed := strings.Join(cells[3].Outputs[0].Text, "")
+		assert.Equal(t, long.Stdout, printed, "the kernel's own stdout, uncut")
+		assert.NotContains(t, printed, "[ctxcode: ")
+	})
+
+	t.Run("old trajectory", func(t *testing.T) {
+		d := notebook(t, python, oldTrajectory(t, traj))
+		prefix := d.Cells[d.find("## Prefix")].text()
+		assert.Contains(t, prefix, "**Their outputs were not recorded**")
+		for j, c := range d.code()[:6] {
+			assert.Equal(t, strings.TrimRight(s.Cells[j].Code, "\n"), c.text(), "the prefix read again")
+			assert.Nil(t, c.ExecutionCount, "not recorded, so not shown")
+			assert.Empty(t, c.Outputs)
+		}
+		cells := check(t, d)
+		assert.Equal(t, []nbOutput{
+			{OutputType: "stream", Name: "stdout", Text: []string{"hello\n", "oops\n"}},
+			{OutputType: "execute_result", Data: map[string][]string{"text/plain": {"500"}}, ExecutionCount: cells[0].ExecutionCount},
+		}, cells[0].Outputs, "stdout and stderr are one stream in the text the model read")
+		require.Len(t, cells[2].Outputs, 2)
+		assert.Equal(t, nbOutput{OutputType: "stream", Name: "stdout", Text: []string{"before\n"}}, cells[2].Outputs[0])
+		require.Len(t, cells[3].Outputs, 1)
+		printed := strings.Join(cells[3].Outputs[0].Text, "")
+		assert.Contains(t, printed, "[ctxcode: ", "the cut is marked where it is")
+		assert.Less(t, len(printed), 2200, "what the model read, within the budget")
+	})
+}
+
+// oldTrajectory is traj as agent.Run wrote it before it recorded the
+// kernel's results: without the prefix event's "results" and the cell
+// events' "stdout", "stderr", "value" and "error". The other fields are
+// the same, so this is what older trajectories on disk hold.
+func oldTrajectory(t *testing.T, traj []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	stripped := map[string]int{}
+	for _, line := range bytes.Split(bytes.TrimRight(traj, "\n"), []byte("\n")) {
+		var ev map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(line, &ev))
+		var typ string
+		require.NoError(t, json.Unmarshal(ev["type"], &typ))
+		var drop []string
+		switch typ {
+		case "prefix":
+			drop = []string{"results"}
+		case "cell":
+			drop = []string{"stdout", "stderr", "value", "error"}
+		}
+		for _, k := range drop {
+			if _, ok := ev[k]; ok {
+				delete(ev, k)
+				stripped[k]++
+			}
+		}
+		b, err := json.Marshal(ev)
+		require.NoError(t, err)
+		out.Write(append(b, '\n'))
+	}
+	for _, k := range []string{"results", "stdout", "stderr", "value", "error"} {
+		require.Positive(t, stripped[k], "the new trajectory records %q", k)
+	}
+	return out.Bytes()
 }
 
 // TestTrajectoryNotebookRepairAndRestart: a message repaired (fences and
