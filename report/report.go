@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/ctxcode/ctxcode/bench"
-	"github.com/ctxcode/ctxcode/datasets"
 )
 
 // Resamples is how many bootstrap draws every interval takes; Seed seeds
@@ -495,7 +494,7 @@ func pairRuns(a, b *Run, rng *rand.Rand, notes []string) ([]Comparison, []string
 			notes = append(notes, fmt.Sprintf("the two runs have different models: %s of the first run is paired with %s of the second", pairs[0].ma, pairs[0].mb))
 		}
 	}
-	if !sameTasks(a.Spec.TaskList, b.Spec.TaskList) {
+	if !sameTasks(a.Spec, b.Spec) {
 		notes = append(notes, "the two runs' task lists differ: only the tasks with the same id are paired")
 	}
 	bconds := conditionNames(b)
@@ -511,7 +510,8 @@ func pairRuns(a, b *Run, rng *rand.Rand, notes []string) ([]Comparison, []string
 	return out, notes
 }
 
-func sameTasks(a, b []datasets.Task) bool {
+func sameTasks(x, y bench.Spec) bool {
+	a, b := x.TaskList, y.TaskList
 	if len(a) != len(b) {
 		return false
 	}
