@@ -990,7 +990,42 @@ class StdlibShell:
             return n, "", (etype, evalue, tb.tb_next if tb is not None else tb)
 
 
+# IPython's package imports its terminal (prompt_toolkit) and, through the
+# completer, jedi: about half of its import time, for code the driver never
+# runs (no terminal, no tab completion). Stand-ins keep them out while the
+# shell is made and are taken away after, so that a cell importing either
+# gets the real module; IPython.embed() imports the real one when called.
+
+
+def _stand_ins():
+    embed_mod = types.ModuleType("IPython.terminal.embed")
+
+    def embed(*args, **kwargs):
+        if sys.modules.get("IPython.terminal.embed") is embed_mod:
+            del sys.modules["IPython.terminal.embed"]
+        from IPython.terminal.embed import embed as real
+
+        return real(*args, **kwargs)
+
+    embed_mod.embed = embed
+    added = {}
+    for name, mod in (("IPython.terminal.embed", embed_mod), ("jedi", None)):
+        if name not in sys.modules:
+            sys.modules[name] = added[name] = mod
+    return added
+
+
 def _ipython_shell():
+    added = _stand_ins()
+    try:
+        return _make_ipython_shell()
+    finally:
+        for name, mod in added.items():
+            if name in sys.modules and sys.modules[name] is mod:
+                del sys.modules[name]
+
+
+def _make_ipython_shell():
     from IPython.core.displayhook import DisplayHook
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config

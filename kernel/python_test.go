@@ -520,6 +520,23 @@ func TestPythonShellEscapeIsPlain(t *testing.T) {
 	assert.Equal(t, "err\n", res.Stderr)
 }
 
+// The IPython shell is made without IPython's terminal and jedi (stand-ins
+// keep them out of the cold start), and a cell that wants either gets the
+// real module.
+func TestPythonIPythonStartsWithoutTerminalOrJedi(t *testing.T) {
+	python, ok := findPython("IPython", "jedi", "prompt_toolkit")
+	if !ok {
+		skipOrFail(t, "no python3 with IPython, jedi and prompt_toolkit")
+	}
+	k := startPython(t, flavour{"ipython", python, false}, LocalConfig{})
+	res := runOK(t, k, "import sys\nsorted(m for m in ('jedi', 'prompt_toolkit', 'IPython.terminal.embed') if m in sys.modules)")
+	assert.Equal(t, "[]", res.Value, "the cold start imported what the driver never uses")
+	res = runOK(t, k, "import jedi, IPython.terminal.embed as e\ntype(jedi.Script).__name__, e.InteractiveShellEmbed.__name__")
+	assert.Equal(t, "('type', 'InteractiveShellEmbed')", res.Value, "a cell gets the real modules")
+	res = runOK(t, k, "get_ipython().__class__.__name__, 1 + 1")
+	assert.Equal(t, "('InteractiveShell', 2)", res.Value)
+}
+
 func TestPythonOutputLoopDoesNotFillDisk(t *testing.T) {
 	f := flavours(t)[0]
 	k := startPython(t, f, LocalConfig{})
