@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -114,4 +115,51 @@ func BenchmarkTrialStart(b *testing.B) {
 func median(xs []float64) float64 {
 	sort.Float64s(xs)
 	return xs[len(xs)/2]
+}
+
+// BenchmarkIdleKernelRSS measures the memory of one idle Docker kernel
+// with the xl data bound by the pm prefix (the driver's resident set, read
+// from /proc inside the container), beside its baseline in the same run:
+// the same kernel before the prefix. It sizes a pool: each warm kernel
+// holds this much.
+func BenchmarkIdleKernelRSS(b *testing.B) {
+	ctx := context.Background()
+	dir := filepath.Join(b.TempDir(), "pm")
+	tier, err := datasets.ParseTier("xl")
+	require.NoError(b, err)
+	_, err = datasets.Generate(tier, 1).Write(dir, false)
+	require.NoError(b, err)
+	pm, err := prefixes.Load("pm")
+	require.NoError(b, err)
+	for _, path := range []struct {
+		name      string
+		noIPython bool
+	}{{"ipython", false}, {"stdlib", true}} {
+		b.Run(path.name, func(b *testing.B) {
+			tr, cleanup, err := sandbox.Open(ctx, sandbox.OpenOptions{Kind: sandbox.KindDocker, DataDir: dir, NoIPython: path.noIPython}, io.Discard)
+			if err != nil {
+				testenv.SkipOrFail(b, "docker: %v", err)
+			}
+			defer cleanup()
+			rss := func(k kernel.Kernel) float64 {
+				res, err := k.Execute(ctx, "import re\nANSWER(int(re.search(r'VmRSS:\\s+(\\d+)', open('/proc/self/status').read()).group(1)))", kernel.ExecOptions{})
+				require.NoError(b, err)
+				var kb float64
+				require.NoError(b, json.Unmarshal(res.Answer, &kb), "%+v", res)
+				return kb / 1024
+			}
+			var empty, bound float64
+			for b.Loop() {
+				k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
+				require.NoError(b, err)
+				empty = rss(k)
+				_, err = prefixes.Build(ctx, k, pm, kernel.ExecOptions{})
+				require.NoError(b, err)
+				bound = rss(k)
+				require.NoError(b, k.Close())
+			}
+			b.ReportMetric(bound, "rss-MiB")
+			b.ReportMetric(empty, "before-prefix-MiB")
+		})
+	}
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/llm/llmtest"
+	"github.com/ctxcode/ctxcode/sandbox"
 )
 
 // BenchmarkBenchVersusSequentialAsk runs the whole ladder (five conditions
@@ -67,4 +69,38 @@ func BenchmarkBenchVersusSequentialAsk(b *testing.B) {
 		b.ReportMetric(asks.Seconds()/run.Seconds(), "speedup")
 		b.ReportMetric(firsts[len(firsts)/2], "first-request-ms-median")
 	}
+}
+
+// BenchmarkAskFirstRequest measures `ctxcode ask` from the process's start
+// to its first model request (Docker, the built-in xl data, the pm prefix:
+// the sweep, the container's cold start and the prefix build), beside its
+// baseline in the same run: `docker run --rm IMAGE python3 -c pass`.
+func BenchmarkAskFirstRequest(b *testing.B) {
+	requireDocker(b)
+	exe, err := os.Executable()
+	require.NoError(b, err)
+	_, err = cachedData("xl", 1, os.Stderr)
+	require.NoError(b, err)
+	var asks, runs []float64
+	for b.Loop() {
+		srv := llmtest.NewServer(b, llmtest.Text("ANSWER(1)", 10, 2))
+		cmd := exec.Command(exe, "ask", "--model", "m", "--base-url", srv.URL, "--task", "xl-t1-1", "--retries", "0")
+		cmd.Env = append(os.Environ(), "CTXCODE_TEST_CLI=1", "OPENAI_API_KEY=test")
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		require.NoError(b, err, "%s", out)
+		reqs := srv.Requests()
+		require.Len(b, reqs, 1)
+		asks = append(asks, float64(reqs[0].At.Sub(start).Microseconds())/1000)
+
+		start = time.Now()
+		out, err = exec.Command("docker", "run", "--rm", "--network", "none", sandbox.KernelImage(), "python3", "-c", "pass").CombinedOutput()
+		require.NoError(b, err, "%s", out)
+		runs = append(runs, float64(time.Since(start).Microseconds())/1000)
+	}
+	sort.Float64s(asks)
+	sort.Float64s(runs)
+	b.ReportMetric(asks[len(asks)/2], "first-request-ms")
+	b.ReportMetric(runs[len(runs)/2], "docker-run-ms")
+	b.ReportMetric(asks[len(asks)/2]/runs[len(runs)/2], "ratio-x")
 }

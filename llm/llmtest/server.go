@@ -58,6 +58,7 @@ type Request struct {
 	Header http.Header
 	Raw    []byte
 	Body   RequestBody
+	At     time.Time // when the server began to read it
 }
 
 // RequestBody is the part of a chat completion request tests look at.
@@ -129,12 +130,13 @@ func (s *Server) Requests() []Request {
 }
 
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
 		s.t.Errorf("llmtest: read request: %v", err)
 		return
 	}
-	req := Request{Header: r.Header.Clone(), Raw: raw}
+	req := Request{Header: r.Header.Clone(), Raw: raw, At: at}
 	if err := json.Unmarshal(raw, &req.Body); err != nil {
 		s.t.Errorf("llmtest: request body is not a chat completion request: %v\n%s", err, raw)
 	}
