@@ -197,8 +197,9 @@ func (r *Run) models() ([][]llm.Model, error) {
 }
 
 // plan lists the trials still to run, grouped by the prefix they start
-// from (so that few pools are open at once): model by model, then each
-// prefix's conditions in the run's order, rep by rep, task by task.
+// from, so that few pools are open at once: prefix by prefix, then model
+// by model, each prefix's conditions in the run's order, rep by rep, task
+// by task.
 func (r *Run) plan(l *Log) (todo []work, total int) {
 	var refs []*poolRef
 	refOf := map[string]*poolRef{}
@@ -216,8 +217,8 @@ func (r *Run) plan(l *Log) (todo []work, total int) {
 		}
 		condRef[i] = ref
 	}
-	for mi, m := range r.Models {
-		for _, ref := range refs {
+	for _, ref := range refs {
+		for mi, m := range r.Models {
 			for ci, c := range r.Conditions {
 				if condRef[ci] != ref {
 					continue
@@ -299,7 +300,9 @@ func (s *scheduler) open(ref *poolRef) {
 			return prefixes.Build(ctx, k, p, opts)
 		}
 	}
-	ref.pool = sandbox.NewWarmPool(s.run.Language, s.run.Transport, size, kernel.ClientOptions{}, prepare)
+	// As many kernels in all as the prefix's trials: none is started for
+	// nothing at the end.
+	ref.pool = sandbox.NewWarmPool(s.run.Language, s.run.Transport, size, ref.left, kernel.ClientOptions{}, prepare)
 	s.pools[ref] = true
 }
 

@@ -11,9 +11,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ctxcode/ctxcode/agent"
@@ -25,6 +27,7 @@ const (
 	SpecFile       = "run.json"
 	TrialsFile     = "trials.jsonl"
 	TrajectoryDir  = "trajectories"
+	lockFile       = ".lock" // held by the process running the run
 	FormatVersion  = 1
 	tempSuffix     = ".partial"
 	trajectoryExt  = ".jsonl"
@@ -63,6 +66,7 @@ type Spec struct {
 type ModelInfo struct {
 	Name    string `json:"name"`
 	BaseURL string `json:"base_url,omitempty"` // without credentials; empty for reference
+	Seed    *int   `json:"seed,omitempty"`     // the sampling seed sent, if any
 }
 
 // ConditionInfo names a condition of the run and the prefix it starts from.
@@ -115,6 +119,10 @@ type SandboxInfo struct {
 	Image     string `json:"image,omitempty"`
 	NoIPython bool   `json:"no_ipython,omitempty"`
 }
+
+// ReportFiles are what ctxcode report writes into a run directory by
+// default; a run started again (Restart) removes them with the run.
+var ReportFiles = []string{"report.md", "report.html", "notebooks"}
 
 // Key identifies a trial within a run.
 type Key struct {
@@ -195,8 +203,9 @@ type Log struct {
 	// Dropped is true when a line cut by a crash was removed.
 	Dropped bool
 
-	mu sync.Mutex
-	f  *os.File
+	mu   sync.Mutex
+	f    *os.File
+	lock *os.File // flock'ed while the log is open
 }
 
 // OpenMode says how Open treats a directory that already holds a run.
@@ -222,23 +231,64 @@ const (
 // resume under another ctxcode version and of a line cut by a crash.
 func Open(dir string, spec Spec, mode OpenMode, warn io.Writer) (*Log, error) {
 	spec.Format = FormatVersion
+	if _, _, _, err := inspect(dir, &spec, mode); err != nil {
+		return nil, err // refused before anything is written
+	}
+	if err := os.MkdirAll(dir, runDirPerm); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	// Again under the lock: another process may have started the run
+	// between the first look and the lock.
 	st, old, why, err := inspect(dir, &spec, mode)
+	var l *Log
 	switch {
 	case err != nil:
-		return nil, err
 	case st == newRun:
-		return create(dir, spec)
+		l, err = create(dir, spec)
+	case st == emptyRun:
+		fmt.Fprintf(warn, "ctxcode: %s holds a run with another configuration but no trial yet (%s): starting it again with this one\n", dir, why)
+		l, err = restart(dir, spec)
 	case st == otherRun:
 		fmt.Fprintf(warn, "ctxcode: %s holds another run (%s); --force: starting again\n", dir, why)
-		return restart(dir, spec)
+		l, err = restart(dir, spec)
 	case st == brokenRun:
 		fmt.Fprintf(warn, "ctxcode: %s: %s; --force: starting the run again\n", dir, why)
-		return restart(dir, spec)
+		l, err = restart(dir, spec)
+	default:
+		if old.Version != spec.Version {
+			fmt.Fprintf(warn, "ctxcode: warning: the run was started by ctxcode %s and is resumed by %s\n", old.Version, spec.Version)
+		}
+		l, err = resume(dir, *old, warn)
 	}
-	if old.Version != spec.Version {
-		fmt.Fprintf(warn, "ctxcode: warning: the run was started by ctxcode %s and is resumed by %s\n", old.Version, spec.Version)
+	if err != nil {
+		_ = lock.Close()
+		return nil, err
 	}
-	return resume(dir, *old, warn)
+	l.lock = lock
+	return l, nil
+}
+
+// lockDir takes the run directory's lock, so that two processes never run
+// one run at once (they would run the same trials and interleave their
+// lines). The lock is the kernel's: it ends with the process, however it
+// ends.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, trialsFilePerm)
+	if err != nil {
+		return nil, &ConfigError{dir, fmt.Sprintf("cannot lock the run folder: %v", err)}
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, &ConfigError{dir, "another ctxcode bench is running this run now: wait for it to end, or give another --out"}
+		}
+		return nil, &ConfigError{dir, fmt.Sprintf("cannot lock the run folder: %v", err)}
+	}
+	return f, nil
 }
 
 // Check says, without writing anything, whether Open would refuse dir: a
@@ -262,6 +312,7 @@ const (
 	newRun    dirState = iota // nothing: a run starts
 	sameRun                   // this run: it resumes
 	otherRun                  // a run with another configuration; mode is Restart
+	emptyRun                  // a run with another configuration and no trial line: it starts again
 	brokenRun                 // a run.json that does not parse; mode is Restart
 )
 
@@ -270,6 +321,7 @@ const (
 // spec matches any run.
 func inspect(dir string, spec *Spec, mode OpenMode) (st dirState, old *Spec, why string, err error) {
 	entries, err := os.ReadDir(dir)
+	entries = slices.DeleteFunc(entries, func(e os.DirEntry) bool { return e.Name() == lockFile })
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if mode == MustResume {
@@ -297,6 +349,11 @@ func inspect(dir string, spec *Spec, mode OpenMode) (st dirState, old *Spec, why
 	if diffs := Diff(*old, *spec); len(diffs) > 0 {
 		if mode == Restart {
 			return otherRun, old, strings.Join(diffs, "; "), nil
+		}
+		if st, err := os.Stat(filepath.Join(dir, TrialsFile)); mode != MustResume && (errors.Is(err, os.ErrNotExist) || err == nil && st.Size() == 0) {
+			// Nothing ran (a model or prefix refused before the first
+			// trial): nothing is lost by starting again.
+			return emptyRun, old, strings.Join(diffs, "; "), nil
 		}
 		return 0, nil, "", &ConfigError{dir, "holds a run with another configuration, so it cannot be resumed with this one:\n  " +
 			strings.Join(diffs, "\n  ") + "\ngive another --out for a new run, or --force to discard this one and start again"}
@@ -350,7 +407,7 @@ func create(dir string, spec Spec) (*Log, error) {
 
 // restart removes the files of the run in dir and creates a new one.
 func restart(dir string, spec Spec) (*Log, error) {
-	for _, name := range []string{SpecFile, TrialsFile, TrajectoryDir} {
+	for _, name := range append([]string{SpecFile, TrialsFile, TrajectoryDir}, ReportFiles...) {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return nil, err
 		}
@@ -360,7 +417,7 @@ func restart(dir string, spec Spec) (*Log, error) {
 
 func resume(dir string, spec Spec, warn io.Writer) (*Log, error) {
 	path := filepath.Join(dir, TrialsFile)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, trialsFilePerm)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, trialsFilePerm)
 	if err != nil {
 		return nil, err
 	}
@@ -503,6 +560,10 @@ func (l *Log) Close() error {
 	}
 	err := l.f.Close()
 	l.f = nil
+	if l.lock != nil {
+		_ = l.lock.Close() // releases the flock
+		l.lock = nil
+	}
 	return err
 }
 
@@ -579,9 +640,24 @@ func Diff(was, now Spec) []string {
 	field("models", was.Models, now.Models)
 	field("conditions", conditionNames(was.Conditions), conditionNames(now.Conditions))
 	if equalNames(was.Conditions, now.Conditions) {
-		field("condition prefixes", was.Conditions, now.Conditions)
+		// The prefix's content decides, not where its file is.
+		for _, a := range was.Conditions {
+			for _, b := range now.Conditions {
+				switch {
+				case a.Name != b.Name:
+				case a.Protocol != b.Protocol:
+					diffs = append(diffs, fmt.Sprintf("condition %s: protocol %s in the run, %s now", a.Name, a.Protocol, b.Protocol))
+				case a.Prefix != b.Prefix || a.PrefixSHA256 != b.PrefixSHA256:
+					diffs = append(diffs, fmt.Sprintf("condition %s: prefix %s (sha256 %s) in the run, %s (sha256 %s) now",
+						a.Name, a.Prefix, head12(a.PrefixSHA256), b.Prefix, head12(b.PrefixSHA256)))
+				}
+			}
+		}
 	}
-	field("tasks", was.Tasks, now.Tasks)
+	// A task file's content decides, not where it is.
+	wt, nt := was.Tasks, now.Tasks
+	wt.File, nt.File = "", ""
+	field("tasks", wt, nt)
 	if ha, hb := taskListHash(was.TaskList), taskListHash(now.TaskList); ha != hb {
 		diffs = append(diffs, fmt.Sprintf("task list: %d tasks (sha256 %s) in the run, %d tasks (sha256 %s) now",
 			len(was.TaskList), ha[:12], len(now.TaskList), hb[:12]))
@@ -612,6 +688,13 @@ func taskListHash(ts []datasets.Task) string {
 	b, _ := json.Marshal(ts)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+func head12(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
 }
 
 func clip(s string) string {

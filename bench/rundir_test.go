@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -343,7 +344,7 @@ func TestDiff(t *testing.T) {
 		{"model endpoint", func(s *Spec) { s.Models[1].BaseURL = "http://localhost:11434/v1" }, []string{"models: "}},
 		{"conditions", func(s *Spec) { s.Conditions = append(s.Conditions, ConditionInfo{Name: "D", Protocol: "bare"}) },
 			[]string{`conditions: ["A","B"] in the run, ["A","B","D"] now`}},
-		{"condition prefix", func(s *Spec) { s.Conditions[1].PrefixSHA256 = "bbbb" }, []string{"condition prefixes: "}},
+		{"condition prefix", func(s *Spec) { s.Conditions[1].PrefixSHA256 = "bbbb" }, []string{"condition B: prefix pm (sha256 aaaa) in the run, pm (sha256 bbbb) now"}},
 		{"task source", func(s *Spec) { s.Tasks.Seed = 2 }, []string{"tasks: "}},
 		{"task list", func(s *Spec) { s.TaskList = s.TaskList[:1] }, []string{"task list: 2 tasks (sha256 "}},
 		{"gold", func(s *Spec) { s.TaskList[0].Gold = 4.0 }, []string{"task list: 2 tasks (sha256 "}},
@@ -601,4 +602,81 @@ func TestLogIsSafeForConcurrentUse(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, n, l.attempts(k))
 	assert.False(t, l.Done(k))
+}
+
+// Two processes never run one run at once: the second Open is refused
+// while the first holds the log, and works once it is closed.
+func TestOpenLocksTheRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	first, err := Open(dir, dirSpec(), Continue, io.Discard)
+	require.NoError(t, err)
+	_, err = Open(dir, dirSpec(), Continue, io.Discard)
+	assert.Contains(t, configError(t, err).Msg, "another ctxcode bench is running this run now")
+	require.NoError(t, first.Close())
+	again, err := Open(dir, dirSpec(), Continue, io.Discard)
+	require.NoError(t, err, "the lock ends with the log")
+	require.NoError(t, again.Close())
+	assert.NoError(t, Check(dir, ptr(dirSpec()), MustResume), "the lock file does not make the folder a stranger's")
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// A run whose configuration changed before any trial ran (a model or a
+// prefix refused at the start) is started again without --force: nothing
+// is lost.
+func TestOpenStartsAgainARunWithNoTrial(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	l, err := Open(dir, dirSpec(), Continue, io.Discard)
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	changed := dirSpec()
+	changed.Reps = 2
+	require.NoError(t, Check(dir, &changed, Continue))
+	var warn bytes.Buffer
+	l, err = Open(dir, changed, Continue, &warn)
+	require.NoError(t, err)
+	assert.Contains(t, warn.String(), "no trial yet")
+	assert.Equal(t, 2, l.Spec.Reps)
+	require.NoError(t, l.Append(dirTrial(Key{"reference", "A", "t1", 1}, ClassModel, 1)))
+	require.NoError(t, l.Close())
+
+	changed.Reps = 3 // now a trial ran: refused
+	_, err = Open(dir, changed, Continue, io.Discard)
+	assert.Contains(t, configError(t, err).Msg, "reps: 2 in the run, 3 now")
+	assert.Error(t, Check(dir, &changed, Continue))
+}
+
+// Where the task file and the prefix file are does not matter; their
+// content does.
+func TestDiffComparesContentNotPaths(t *testing.T) {
+	was, now := dirSpec(), dirSpec()
+	was.Tasks = TaskSource{Kind: "file", File: "ut/tasks.jsonl", SHA256: "abc"}
+	now.Tasks = TaskSource{Kind: "file", File: "./ut/tasks.jsonl", SHA256: "abc"}
+	was.Conditions[1].PrefixSource, now.Conditions[1].PrefixSource = "ut/prefix.py", "/abs/ut/prefix.py"
+	assert.Empty(t, Diff(was, now))
+	now.Tasks.SHA256 = "def"
+	assert.NotEmpty(t, Diff(was, now))
+}
+
+// Starting again removes the report of the run it discards.
+func TestRestartRemovesTheOldReport(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	l, err := Open(dir, dirSpec(), Continue, io.Discard)
+	require.NoError(t, err)
+	require.NoError(t, l.Append(dirTrial(Key{"reference", "A", "t1", 1}, ClassModel, 1)))
+	require.NoError(t, l.Close())
+	for _, f := range []string{"report.md", "report.html", "mine.txt"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "notebooks"), 0o755))
+	changed := dirSpec()
+	changed.Reps = 2
+	l, err = Open(dir, changed, Restart, io.Discard)
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	for _, f := range []string{"report.md", "report.html", "notebooks"} {
+		assert.NoFileExists(t, filepath.Join(dir, f))
+		assert.NoDirExists(t, filepath.Join(dir, f))
+	}
+	assert.FileExists(t, filepath.Join(dir, "mine.txt"), "a user's file stays")
 }

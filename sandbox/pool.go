@@ -20,7 +20,7 @@ type Pool struct {
 
 // NewPool starts size kernels over tr in the background.
 func NewPool(lang kernel.Language, tr kernel.Transport, size int, opts kernel.ClientOptions) *Pool {
-	return &Pool{warm: NewWarmPool[struct{}](lang, tr, size, opts, nil)}
+	return &Pool{warm: NewWarmPool[struct{}](lang, tr, size, 0, opts, nil)}
 }
 
 // Acquire returns a ready kernel, waiting for one if none is ready; see
@@ -51,6 +51,11 @@ type WarmPool[T any] struct {
 	tokens   chan struct{} // one per kernel the pool may start
 	failures chan error
 
+	mu     sync.Mutex // guards left, closed and the start of fillers
+	left   int        // kernels still to start when the pool has a total; < 0: no total
+	closed bool
+
+	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
@@ -65,11 +70,20 @@ type warm[T any] struct {
 var ErrPoolClosed = errors.New("kernel pool is closed")
 
 // NewWarmPool starts size kernels over tr in the background, up to size at
-// a time, and runs prepare (nil: none) on each before it is ready.
-func NewWarmPool[T any](lang kernel.Language, tr kernel.Transport, size int, opts kernel.ClientOptions, prepare Prepare[T]) *WarmPool[T] {
+// a time, and runs prepare (nil: none) on each before it is ready. With a
+// total above 0 it starts that many kernels in all (a kernel that failed
+// to start, or died while it waited, does not count) and no more, so that
+// a caller that knows how many it needs wastes no start; an Acquire beyond
+// the total waits until its context ends.
+func NewWarmPool[T any](lang kernel.Language, tr kernel.Transport, size, total int, opts kernel.ClientOptions, prepare Prepare[T]) *WarmPool[T] {
 	size = max(size, 1)
+	if total > 0 {
+		size = min(size, total)
+	} else {
+		total = -1
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &WarmPool[T]{lang: lang, tr: tr, opts: opts, prepare: prepare, cancel: cancel,
+	p := &WarmPool[T]{lang: lang, tr: tr, opts: opts, prepare: prepare, ctx: ctx, cancel: cancel, left: total,
 		ready: make(chan warm[T], size), tokens: make(chan struct{}, size), failures: make(chan error, 1)}
 	for range size {
 		p.tokens <- struct{}{}
@@ -83,6 +97,35 @@ func NewWarmPool[T any](lang kernel.Language, tr kernel.Transport, size int, opt
 	return p
 }
 
+// claim takes one start from the total; false when none is left.
+func (p *WarmPool[T]) claim() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.left < 0:
+		return true
+	case p.left == 0:
+		return false
+	}
+	p.left--
+	return true
+}
+
+// unclaim gives back a start that did not make a kernel to hand out, and
+// starts a filler for it when the others may have ended.
+func (p *WarmPool[T]) unclaim(refill bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.left < 0 {
+		return
+	}
+	p.left++
+	if refill && !p.closed {
+		p.wg.Add(1)
+		go p.fill(p.ctx)
+	}
+}
+
 // fill starts and prepares a kernel for every token it takes, backing off
 // after a failure.
 func (p *WarmPool[T]) fill(ctx context.Context) {
@@ -94,8 +137,13 @@ func (p *WarmPool[T]) fill(ctx context.Context) {
 			return
 		case <-p.tokens:
 		}
+		if !p.claim() {
+			p.tokens <- struct{}{} // for a filler started by unclaim
+			return
+		}
 		w, err := p.start(ctx)
 		if err != nil {
+			p.unclaim(false) // this filler tries again
 			p.tokens <- struct{}{}
 			if ctx.Err() != nil {
 				return
@@ -154,6 +202,7 @@ func (p *WarmPool[T]) Acquire(ctx context.Context) (*kernel.Client, T, error) {
 			return w.k, w.v, nil
 		}
 		_ = w.k.Close()
+		p.unclaim(true) // dead while it waited: it does not count
 		if err := ctx.Err(); err != nil {
 			var zero T
 			return nil, zero, err
@@ -190,6 +239,9 @@ func (p *WarmPool[T]) take(ctx context.Context) (warm[T], error) {
 func (p *WarmPool[T]) Close() error {
 	var errs []error
 	p.once.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
 		p.cancel()
 		p.wg.Wait()
 		close(p.ready)

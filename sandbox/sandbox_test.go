@@ -778,7 +778,7 @@ func TestWarmPool(t *testing.T) {
 		require.NoError(t, err)
 		var mu sync.Mutex
 		prepared := 0
-		pool := NewWarmPool(kernel.Python, tr, 2, kernel.ClientOptions{}, func(ctx context.Context, k *kernel.Client) (string, error) {
+		pool := NewWarmPool(kernel.Python, tr, 2, 0, kernel.ClientOptions{}, func(ctx context.Context, k *kernel.Client) (string, error) {
 			res, err := k.Execute(ctx, "import os\nbound = 41 + 1\nANSWER(os.environ.get('HOSTNAME', ''))", kernel.ExecOptions{})
 			if err != nil {
 				return "", err
@@ -809,12 +809,36 @@ func TestWarmPool(t *testing.T) {
 		assert.Empty(t, describe(sessionContainers(t, cli, cfg.Session)), "containers remain after the pool and its kernels closed")
 	})
 
+	t.Run("total", func(t *testing.T) {
+		cfg := testConfig(t)
+		removeSessionOnCleanup(t, cli, cfg.Session)
+		tr, err := NewPython(cli, cfg)
+		require.NoError(t, err)
+		pool := NewWarmPool[struct{}](kernel.Python, tr, 2, 3, kernel.ClientOptions{}, nil)
+		t.Cleanup(func() { _ = pool.Close() })
+		var got []*kernel.Client
+		for i := range 3 {
+			k, _, err := pool.Acquire(ctx)
+			require.NoError(t, err, "acquire %d", i+1)
+			got = append(got, k)
+		}
+		short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		_, _, err = pool.Acquire(short)
+		cancel()
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "no kernel beyond the total")
+		assert.Len(t, describe(sessionContainers(t, cli, cfg.Session)), 3, "the pool started its total and no more")
+		require.NoError(t, pool.Close())
+		for _, k := range got {
+			require.NoError(t, k.Close())
+		}
+	})
+
 	t.Run("prepare fails", func(t *testing.T) {
 		cfg := testConfig(t)
 		removeSessionOnCleanup(t, cli, cfg.Session)
 		tr, err := NewPython(cli, cfg)
 		require.NoError(t, err)
-		pool := NewWarmPool(kernel.Python, tr, 1, kernel.ClientOptions{}, func(ctx context.Context, k *kernel.Client) (int, error) {
+		pool := NewWarmPool(kernel.Python, tr, 1, 0, kernel.ClientOptions{}, func(ctx context.Context, k *kernel.Client) (int, error) {
 			return 0, errors.New("the prefix does not build")
 		})
 		_, _, err = pool.Acquire(ctx)

@@ -134,11 +134,18 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 	if err := checkRunDir(o.out); err != nil {
 		return nil, err
 	}
-	for _, m := range splitList(models) {
-		if m == "" {
+	if o.dataDir != "" && inside(o.out, o.dataDir) {
+		// The kernels see the data folder: every later trial could read
+		// the earlier ones' lines and golds there.
+		return nil, usagef("--out %s is inside --data %s, which every kernel can read: put the run outside the data folder", o.out, o.dataDir)
+	}
+	for _, m := range strings.Split(models, ",") {
+		if m = strings.TrimSpace(m); m == "" && strings.TrimSpace(models) != "" {
 			return nil, usagef("--model %q: an empty name in the list", models)
 		}
-		o.models = append(o.models, m)
+		if m != "" {
+			o.models = append(o.models, m)
+		}
 	}
 	if len(o.models) == 0 {
 		m, err := o.defaultModel("bench")
@@ -153,7 +160,8 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 	o.taskIDs = splitList(tasks)
 	// Only the reference model's code (ctxcode's own solutions) may run on
 	// this host when Docker is not there.
-	o.sandbox.hostFallback = len(o.models) == 1 && o.models[0] == llm.ReferenceName
+	// A task file's gold_code and solutions are the user's code, not ctxcode's.
+	o.sandbox.hostFallback = len(o.models) == 1 && o.models[0] == llm.ReferenceName && o.taskFile == ""
 	if o.parallel == 0 {
 		o.parallel = defaultParallel(o.models)
 	}
@@ -189,6 +197,19 @@ func checkRunDir(dir string) error {
 		return checkWritableDir("--out", filepath.Dir(filepath.Clean(dir)), dir)
 	}
 	return usagef("--out %s: %v", dir, unwrapPath(err))
+}
+
+// inside says whether path is dir or in it (after resolving both).
+func inside(path, dir string) bool {
+	p, d := absPath(path), absPath(dir)
+	if r, err := filepath.EvalSymlinks(d); err == nil {
+		d = r
+	}
+	if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		p = filepath.Join(r, filepath.Base(p))
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && filepath.IsLocal(rel) || rel == "."
 }
 
 func splitList(s string) []string {
@@ -249,6 +270,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			m.For = func(c bench.Condition) (llm.Model, error) { return s.reference(c, session.Encoding(o.encoding)) }
 		} else {
 			m.BaseURL = o.endpoint()
+			if o.modelFlags.seed >= 0 {
+				seed := o.modelFlags.seed
+				m.Seed = &seed
+			}
+			// A model that cannot be made (no key, a bad URL) is refused
+			// now, before the run folder is touched.
+			if _, err := o.openAI(name, nil, nil); err != nil {
+				return err
+			}
 			m.For = func(bench.Condition) (llm.Model, error) {
 				return o.openAI(name, func(r llm.Retry) { obs.note("ctxcode: " + r.String()) }, gate)
 			}
@@ -286,6 +316,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	run.Transport, run.Tasks = tr, s.tasks
 	run.Spec = o.spec(s, run)
+	if _, docker := tr.(*sandbox.Docker); !docker {
+		// Where the kernels run is what run.json records: the host, when
+		// Docker was not there for the reference model.
+		run.Spec.Sandbox = bench.SandboxInfo{Kind: string(sandbox.KindLocal), NoIPython: o.sandbox.noIPython}
+	}
 	log, err := bench.Open(o.out, run.Spec, mode, obs)
 	var ce *bench.ConfigError
 	if errors.As(err, &ce) {
@@ -299,7 +334,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out, err := run.Execute(ctx, log)
 	obs.finish()
 	if out != nil {
-		if perr := printBenchSummary(stdout, out, o.out, o.json); perr != nil && err == nil {
+		if perr := printBenchSummary(stdout, out, run.Spec, o.out, o.json); perr != nil && err == nil {
 			err = perr
 		}
 	}
@@ -590,8 +625,18 @@ func infraCount(final []bench.Trial) int {
 
 // printBenchSummary prints the table per (model, condition) and where the
 // run is.
-func printBenchSummary(w io.Writer, out *bench.Outcome, dir string, asJSON bool) error {
+func printBenchSummary(w io.Writer, out *bench.Outcome, spec bench.Spec, dir string, asJSON bool) error {
 	rows := bench.Summarize(out.Final)
+	// In the order the run names them, not the order they ran in.
+	order := map[string]int{}
+	for i, m := range spec.Models {
+		for j, c := range spec.Conditions {
+			order[m.Name+"\x00"+c.Name] = i*len(spec.Conditions) + j
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		return order[rows[i].Model+"\x00"+rows[i].Condition] < order[rows[j].Model+"\x00"+rows[j].Condition]
+	})
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for _, r := range rows {
@@ -612,6 +657,10 @@ func printBenchSummary(w io.Writer, out *bench.Outcome, dir string, asJSON bool)
 	for _, r := range rows {
 		if many {
 			fmt.Fprintf(w, "%-20s ", r.Model)
+		}
+		if r.Graded == 0 { // every trial an infra failure: nothing to average
+			fmt.Fprintf(w, "%-9s %9s %9s %6d %7s %15s %14s %8s\n", r.Condition, "-", "-", r.Infra, "-", "-", "-", "-")
+			continue
 		}
 		fmt.Fprintf(w, "%-9s %5d/%-3d %8.0f%% %6d %7.2f %15.0f %14.0f %7.1fs\n", r.Condition, r.Correct, r.Graded, 100*r.Accuracy,
 			r.Infra, r.Turns, r.ContextTokens, r.OutputTokens, r.WallMS/1000)

@@ -392,6 +392,9 @@ func TestBenchBadInputExitsTwoBeforeAnyKernel(t *testing.T) {
 		{"--tasks that does not exist", append([]string{"--tasks", filepath.Join(tmp, "none.jsonl"), "--out", out}, user...), "no such file"},
 		{"--out is a file", []string{"--data", data, "--out", badTasks}, "a file, not a folder"},
 		{"unknown task", []string{"--data", data, "--task", "s-t9-9", "--out", out}, "--task: no task s-t9-9"},
+		{"--out inside --data", []string{"--data", data, "--out", filepath.Join(data, "run")}, "inside --data"},
+		{"--out is --data", []string{"--data", data, "--out", data}, "inside --data"},
+		{"an empty model name", []string{"--data", data, "--model", "m,", "--out", out}, "an empty name in the list"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runCLI(t, "", append(append([]string{"bench"}, model...), tc.args...)...)
@@ -404,6 +407,14 @@ func TestBenchBadInputExitsTwoBeforeAnyKernel(t *testing.T) {
 	got := runCLI(t, "", append(append([]string{"bench"}, model...), append([]string{"--tasks", badTasks, "--out", out}, user...)...)...)
 	assert.Contains(t, got.stderr, "unknown answer_type", "the line's problem is named")
 	assert.NoDirExists(t, out, "no run directory was made")
+
+	// A model that cannot be made is refused before the run folder is
+	// made, so that fixing it needs no --force.
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	got = runCLI(t, "", "bench", "--model", "gpt-4o-mini", "--data", data, "--out", out)
+	assert.Equal(t, exitUsage, got.code, got.stderr)
+	assert.NoDirExists(t, out, "no run directory was made for a model that cannot be asked")
 }
 
 // TestBenchRunDirRefused: an --out that cannot take this run exits 2 and
