@@ -28,16 +28,18 @@ package report
 //  7. the transcripts, grouped by task: a <details id="t-NAME"> per trial,
 //     NAME its trajectory file's name without ".jsonl" ("t-2~NAME" for the
 //     second run's), folded, its summary line the task, condition, rep,
-//     verdict, turns and tokens. Opened, it shows the trial's line of
-//     trials.jsonl (what counts), then its trajectory as it was written:
-//     the question and set-up, each model call (its cost, and the model's
-//     words where the code cells do not already show them), each cell as
-//     In/Out blocks (the code as it ran, or condition A's bash command or
-//     read arguments; the output as the model read it, with the harness's
-//     "[ctxcode: ...]" notes marked), restarts, the answer and its source,
-//     the end and the grade. A trajectory that is missing, unreadable or
-//     has lines that are not JSON is said so in a line; the page is still
-//     written.
+//     verdict, turns and tokens, and a link to the trial's notebook when
+//     the report has them (Options.Notebooks; the first run's only).
+//     Opened, it shows the trial's line of trials.jsonl (what counts),
+//     then its trajectory as it was written: the question and set-up,
+//     each model call (its cost, and the model's words where the code
+//     cells do not already show them), each cell as In/Out blocks (the
+//     code as it ran, or condition A's bash command or read arguments; the
+//     output as the model read it, with the harness's "[ctxcode: ...]"
+//     notes marked), restarts, the answer and its source, the end and the
+//     grade. A trajectory that is missing, unreadable, outside the run
+//     directory (Run.ReadTrajectory) or has lines that are not JSON is said
+//     so in a line; the page is still written.
 //
 // The numbers are the Report's: nothing here computes a statistic. The
 // helpers only format, lay out the chart, and read trajectories.
@@ -45,13 +47,10 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html/template"
 	"io"
-	"io/fs"
 	"math"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -62,9 +61,19 @@ import (
 )
 
 // HTML writes rep as one self-contained page; runs are the run directories
-// rep was built from (for the transcripts: nil leaves them out).
+// rep was built from (for the transcripts: nil leaves them out). The page's
+// links to notebooks are those of a page in the first run's directory
+// (HTMLAt for one elsewhere).
 func HTML(w io.Writer, rep *Report, runs []*Run) error {
-	p := newHTMLPage(rep, runs)
+	return HTMLAt(w, rep, runs, ".")
+}
+
+// HTMLAt is HTML for a page written elsewhere: runLink is the path from the
+// page's folder to the first run's directory (slash-separated, or
+// absolute), for the link of each of its trials to its notebook
+// (TaskCell.Notebooks, with Options.Notebooks).
+func HTMLAt(w io.Writer, rep *Report, runs []*Run, runLink string) error {
+	p := newHTMLPage(rep, runs, runLink)
 	var b bytes.Buffer
 	if err := htmlTemplate.Execute(&b, p); err != nil {
 		return fmt.Errorf("render report.html: %w", err)
@@ -130,6 +139,7 @@ type htmlTrial struct {
 	WallMS, KernelMS, ModelMS  int64
 	Restarts, Retries          int
 	Trajectory                 string
+	Notebook                   string // the link to its notebook, "" for none
 	Missing                    string // why the trajectory is not shown
 	Steps                      []htmlStep
 }
@@ -258,7 +268,7 @@ type htmlEvent struct {
 	Gold    json.RawMessage `json:"gold"`
 }
 
-func newHTMLPage(rep *Report, runs []*Run) *htmlPage {
+func newHTMLPage(rep *Report, runs []*Run, runLink string) *htmlPage {
 	p := &htmlPage{Rep: rep, ManyRuns: len(rep.Runs) > 1}
 	for i, r := range rep.Runs {
 		label := "Run"
@@ -273,12 +283,27 @@ func newHTMLPage(rep *Report, runs []*Run) *htmlPage {
 	}
 	p.Chart = ladderChart(rep)
 	anchors := newHTMLAnchors()
+	// The first run's notebooks, by trajectory (rep.Tasks is of that run).
+	notebooks := map[string]string{}
+	for _, t := range rep.Tasks {
+		for _, c := range t.Cells {
+			for i, nb := range c.Notebooks {
+				if i < len(c.Trials) {
+					notebooks[c.Trials[i]] = path.Join(runLink, nb)
+				}
+			}
+		}
+	}
 	for i, r := range runs {
 		label := ""
 		if len(runs) > 1 {
 			label = fmt.Sprintf("Run %d: %s", i+1, r.Dir)
 		}
-		p.Transcripts = append(p.Transcripts, htmlTranscripts{Label: label, Groups: transcriptGroups(i, r, anchors)})
+		var nbs map[string]string
+		if i == 0 {
+			nbs = notebooks
+		}
+		p.Transcripts = append(p.Transcripts, htmlTranscripts{Label: label, Groups: transcriptGroups(i, r, anchors, nbs)})
 	}
 	if len(rep.Tasks) > 0 {
 		for _, c := range rep.Tasks[0].Cells {
@@ -357,8 +382,9 @@ func (a *htmlAnchors) task(run int, task string) string {
 }
 
 // transcriptGroups are run r's trials grouped by task, in the task list's
-// order, and within a task in the ladder's order (model, condition, rep).
-func transcriptGroups(run int, r *Run, anchors *htmlAnchors) []htmlTaskGroup {
+// order, and within a task in the ladder's order (model, condition, rep);
+// notebooks are the links to their notebooks, by trajectory.
+func transcriptGroups(run int, r *Run, anchors *htmlAnchors, notebooks map[string]string) []htmlTaskGroup {
 	byKey := map[bench.Key]bench.Trial{}
 	for _, t := range r.Final {
 		byKey[t.Key] = t
@@ -372,7 +398,7 @@ func transcriptGroups(run int, r *Run, anchors *htmlAnchors) []htmlTaskGroup {
 				for rep := 1; rep <= r.Spec.Reps; rep++ {
 					k := bench.Key{Model: m.Name, Condition: c.Name, Task: task.ID, Rep: rep}
 					if t, ok := byKey[k]; ok {
-						g.Trials = append(g.Trials, htmlTrialOf(run, r, t, anchors))
+						g.Trials = append(g.Trials, htmlTrialOf(run, r, t, anchors, notebooks))
 						shown[k] = true
 					}
 				}
@@ -387,7 +413,7 @@ func transcriptGroups(run int, r *Run, anchors *htmlAnchors) []htmlTaskGroup {
 	var other []*htmlTrial
 	for _, t := range r.Final {
 		if !shown[t.Key] {
-			other = append(other, htmlTrialOf(run, r, t, anchors))
+			other = append(other, htmlTrialOf(run, r, t, anchors, notebooks))
 		}
 	}
 	if len(other) > 0 {
@@ -396,7 +422,7 @@ func transcriptGroups(run int, r *Run, anchors *htmlAnchors) []htmlTaskGroup {
 	return groups
 }
 
-func htmlTrialOf(run int, r *Run, t bench.Trial, anchors *htmlAnchors) *htmlTrial {
+func htmlTrialOf(run int, r *Run, t bench.Trial, anchors *htmlAnchors, notebooks map[string]string) *htmlTrial {
 	h := &htmlTrial{ID: anchors.trial(run, t.Trajectory), Task: t.Task, Model: t.Model, Condition: t.Condition,
 		Rep: t.Rep, Attempt: t.Attempt, Verdict: t.Verdict, Turns: t.Turns, Context: t.ContextTokens,
 		Output: t.OutputTokens, Status: string(t.Status), Source: t.AnswerSource, Reason: t.GradeReason,
@@ -410,39 +436,20 @@ func htmlTrialOf(run int, r *Run, t bench.Trial, anchors *htmlAnchors) *htmlTria
 		h.Verdict, h.VerdictClass = "infra", "v-infra"
 	}
 	h.ShowModel = len(r.Spec.Models) > 1
-	h.Steps, h.Missing = readTranscript(r.Dir, t.Trajectory)
+	if t.Trajectory != "" {
+		h.Notebook = notebooks[t.Trajectory]
+	}
+	h.Steps, h.Missing = readTranscript(r, t)
 	return h
 }
 
-// maxTrajectoryBytes bounds the trajectory a page shows, so that one
-// runaway trial cannot make the page too big to open.
-const maxTrajectoryBytes = 16 << 20
-
-// readTranscript reads a trial's trajectory into steps; missing says why
+// readTranscript reads trial t's trajectory into steps; missing says why
 // there are none ("" when there are).
-func readTranscript(dir, rel string) (steps []htmlStep, missing string) {
-	switch {
-	case rel == "":
-		return nil, "no trajectory was recorded for this trial"
-	case !filepath.IsLocal(filepath.FromSlash(rel)):
-		return nil, fmt.Sprintf("the trajectory %s is outside the run directory: not shown", rel)
-	}
-	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(rel)))
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err // the path is rel's, said already
-	}
+func readTranscript(r *Run, t bench.Trial) (steps []htmlStep, missing string) {
+	rel := t.Trajectory
+	b, cut, err := r.ReadTrajectory(t)
 	if err != nil {
-		return nil, fmt.Sprintf("the trajectory %s could not be read: %v", rel, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxTrajectoryBytes+1))
-	if err != nil {
-		return nil, fmt.Sprintf("the trajectory %s could not be read: %v", rel, err)
-	}
-	cut := len(b) > maxTrajectoryBytes
-	if cut {
-		b = b[:maxTrajectoryBytes]
+		return nil, err.Error()
 	}
 	var events []*htmlEvent
 	var bad []int
@@ -464,7 +471,7 @@ func readTranscript(dir, rel string) (steps []htmlStep, missing string) {
 		steps = append(steps, htmlStep{Note: fmt.Sprintf("%s: %s, left out", rel, linesText(bad))})
 	}
 	if cut {
-		steps = append(steps, htmlStep{Note: fmt.Sprintf("%s is larger than %d MB: only its beginning is shown", rel, maxTrajectoryBytes>>20)})
+		steps = append(steps, htmlStep{Note: fmt.Sprintf("%s is larger than %d MB: only its beginning is shown", rel, MaxTrajectoryBytes>>20)})
 	}
 	if len(events) == 0 && len(bad) == 0 {
 		return nil, fmt.Sprintf("the trajectory %s is empty", rel)
@@ -1144,7 +1151,7 @@ svg.ladder .acc-label{font-size:12px}
 </html>
 {{define "trial"}}
 <details class="trial" id="{{.ID}}">
-<summary><span class="mono">{{.Task}}</span> · {{if .ShowModel}}{{.Model}} {{end}}<span class="cond">{{.Condition}}</span> · r{{.Rep}} · <span class="v {{.VerdictClass}}">{{.Verdict}}</span>{{if .Budget}} <span class="v v-wrong">({{.Status}})</span>{{end}} · <span class="meta">{{turns .Turns}} · {{.Context}} context · {{.Output}} output tokens{{if gt .Attempt 1}} · attempt {{.Attempt}}{{end}}</span></summary>
+<summary><span class="mono">{{.Task}}</span> · {{if .ShowModel}}{{.Model}} {{end}}<span class="cond">{{.Condition}}</span> · r{{.Rep}} · <span class="v {{.VerdictClass}}">{{.Verdict}}</span>{{if .Budget}} <span class="v v-wrong">({{.Status}})</span>{{end}} · <span class="meta">{{turns .Turns}} · {{.Context}} context · {{.Output}} output tokens{{if gt .Attempt 1}} · attempt {{.Attempt}}{{end}}</span>{{if .Notebook}} · <a class="nb" href="{{.Notebook}}">notebook</a>{{end}}</summary>
 <div class="transcript">
 <dl class="line">
 <div><dt>status</dt><dd>{{.Status}}</dd></div>

@@ -568,7 +568,11 @@ func (b *nbBuilder) prefix(r *runLog) {
 	}
 	built := ""
 	if r.prefix != nil {
-		built = fmt.Sprintf(", set up in %s (the kernel's start and the build)", msSeconds(r.prefix.SetupMS))
+		// Setup is the time before the model's first message: for ask the
+		// kernel's start and the build; for a bench trial the wait for a
+		// warm kernel, which holds its start and build when none was warm.
+		built = fmt.Sprintf(", set up in %s (the time before the model's first message: the kernel's start and the build, "+
+			"or a bench trial's wait for a warm kernel, its start and build included when none was warm)", msSeconds(r.prefix.SetupMS))
 	}
 	title := "## Prefix " + mdCode(p.Name) + "\n\n"
 	if r.prefix != nil && len(r.prefix.Results) > 0 {

@@ -638,7 +638,8 @@ func TestTrajectoryNotebookRecordedOutputs(t *testing.T) {
 	d := notebook(t, python, []byte(recorded))
 	code := d.code()
 	require.Len(t, code, 4)
-	assert.Contains(t, d.Cells[1].text(), "the prefix's 2 cells, set up in 5 ms (the kernel's start and the build), with the outputs the kernel gave")
+	assert.Contains(t, d.Cells[1].text(), "the prefix's 2 cells, set up in 5 ms (the time before the model's first message: the kernel's start and the build, "+
+		"or a bench trial's wait for a warm kernel, its start and build included when none was warm), with the outputs the kernel gave")
 	assert.Equal(t, "x = 1\nx", code[0].text())
 	one := 1
 	assert.Equal(t, []nbOutput{{OutputType: "execute_result", Data: map[string][]string{"text/plain": {"1"}}, ExecutionCount: &one}}, code[0].Outputs)

@@ -1,8 +1,13 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -36,27 +41,100 @@ func Load(dir string) (*Run, error) {
 	return &Run{Dir: dir, Spec: *spec, Final: bench.Final(trials), Lines: len(trials)}, nil
 }
 
-// Price is what a model costs, in USD per million tokens.
+// MaxTrajectoryBytes bounds the trajectory a report reads (ReadTrajectory),
+// so that one runaway trial cannot make a page or a notebook too big to
+// open.
+const MaxTrajectoryBytes = 16 << 20
+
+// ReadTrajectory reads the trajectory of trial t: at most
+// MaxTrajectoryBytes of it, cut saying there was more. Its path is read
+// only when it is local to the run directory (filepath.IsLocal: not
+// absolute, no "..", relative to r.Dir): a run directory from another
+// machine does not make the report read files outside it. The errors are
+// sentences that name the path and say what was not done.
+func (r *Run) ReadTrajectory(t bench.Trial) (b []byte, cut bool, err error) {
+	rel := t.Trajectory
+	switch {
+	case rel == "":
+		return nil, false, errors.New("no trajectory was recorded for this trial")
+	case !filepath.IsLocal(filepath.FromSlash(rel)):
+		return nil, false, fmt.Errorf("the trajectory %s is outside the run directory: not read", rel)
+	}
+	f, err := os.Open(filepath.Join(r.Dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return nil, false, fmt.Errorf("the trajectory %s could not be read: %v", rel, unwrapPath(err))
+	}
+	defer f.Close()
+	b, err = io.ReadAll(io.LimitReader(f, MaxTrajectoryBytes+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("the trajectory %s could not be read: %v", rel, unwrapPath(err))
+	}
+	if len(b) > MaxTrajectoryBytes {
+		return b[:MaxTrajectoryBytes], true, nil
+	}
+	return b, false, nil
+}
+
+// unwrapPath is err without its *fs.PathError's path, which the caller
+// names already.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Price is what a model costs, in USD per million tokens. A prompt's
+// cached tokens cost CachedInput and the rest Input; in a prices file
+// (ReadPrices) cached_input left out is the Input price.
 type Price struct {
 	Input       float64 `json:"input"`
 	CachedInput float64 `json:"cached_input"`
 	Output      float64 `json:"output"`
 }
 
-// ReadPrices reads a prices file: a JSON object from model name to Price.
+// priceFields are the fields of a model's price in a prices file.
+const priceFields = "input, cached_input, output"
+
+// ReadPrices reads a prices file: a JSON object from model name to
+// {"input", "cached_input", "output"}, each in USD per 1M tokens. Input and
+// output are required; cached_input, when left out, is the input price
+// (cached prompt tokens cost as much as the others). A field of another
+// name is an error, not a price of $0.
 func ReadPrices(path string) (map[string]Price, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var p map[string]Price
-	if err := json.Unmarshal(b, &p); err != nil {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, fmt.Errorf("%s: expected a JSON object from model name to {\"input\", \"cached_input\", \"output\"} in USD per 1M tokens: %v", path, err)
 	}
-	for m, pr := range p {
+	models := slices.Sorted(maps.Keys(raw))
+	p := make(map[string]Price, len(raw))
+	for _, m := range models {
+		var f struct {
+			Input       *float64 `json:"input"`
+			CachedInput *float64 `json:"cached_input"`
+			Output      *float64 `json:"output"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw[m]))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			return nil, fmt.Errorf("%s: model %s: %s (the fields are %s, in USD per 1M tokens)", path, m, strings.TrimPrefix(err.Error(), "json: "), priceFields)
+		}
+		if f.Input == nil || f.Output == nil {
+			return nil, fmt.Errorf("%s: model %s: both \"input\" and \"output\" are required (USD per 1M tokens; \"cached_input\" may be left out: it is then the input price)", path, m)
+		}
+		pr := Price{Input: *f.Input, CachedInput: *f.Input, Output: *f.Output}
+		if f.CachedInput != nil {
+			pr.CachedInput = *f.CachedInput
+		}
 		if pr.Input < 0 || pr.CachedInput < 0 || pr.Output < 0 {
 			return nil, fmt.Errorf("%s: model %s: a negative price", path, m)
 		}
+		p[m] = pr
 	}
 	return p, nil
 }
@@ -66,7 +144,8 @@ type Options struct {
 	// Baseline is the condition every other is compared with; default A
 	// when the run has it, else its first condition.
 	Baseline string
-	// Prices, by model name, turn tokens into money; nil: no money.
+	// Prices, by model name, turn tokens into money; nil: no money. A
+	// model of a run with no price here gets no money, and a note.
 	Prices map[string]Price
 	// Notebooks links each trial's notebook (NotebookPath), which the
 	// caller writes with TrajectoryNotebook.
@@ -216,6 +295,9 @@ func Build(runs []*Run, opts Options) (*Report, error) {
 				r.Dir, missing, rep.Runs[i].Expected))
 		}
 	}
+	if opts.Prices != nil {
+		rep.Notes = append(rep.Notes, unpriced(runs, opts.Prices)...)
+	}
 	first := runs[0]
 	conds := conditionNames(first)
 	rep.Baseline = opts.Baseline
@@ -228,6 +310,7 @@ func Build(runs []*Run, opts Options) (*Report, error) {
 		return nil, &InputError{fmt.Sprintf("--baseline %s: the run has no condition %s (it has %v)", rep.Baseline, rep.Baseline, conds)}
 	}
 	rng := NewRand(Seed)
+	all := taskIDs(first)
 	for _, m := range first.Spec.Models {
 		for _, l := range layers {
 			switch {
@@ -237,13 +320,13 @@ func Build(runs []*Run, opts Options) (*Report, error) {
 				}
 				continue
 			}
-			rep.Layers = append(rep.Layers, compare(l.name, first, m.Name, l.from, first, m.Name, l.to, rng))
+			rep.Layers = append(rep.Layers, compare(l.name, first, m.Name, l.from, first, m.Name, l.to, all, rng))
 		}
 		for _, c := range conds {
 			if c == rep.Baseline {
 				continue
 			}
-			rep.Versus = append(rep.Versus, compare(c+" vs "+rep.Baseline, first, m.Name, rep.Baseline, first, m.Name, c, rng))
+			rep.Versus = append(rep.Versus, compare(c+" vs "+rep.Baseline, first, m.Name, rep.Baseline, first, m.Name, c, all, rng))
 		}
 	}
 	rep.Tasks = taskRows(first, opts.Notebooks)
@@ -251,6 +334,23 @@ func Build(runs []*Run, opts Options) (*Report, error) {
 		rep.Pairs, rep.Notes = pairRuns(runs[0], runs[1], rng, rep.Notes)
 	}
 	return rep, nil
+}
+
+// unpriced are the notes on the models of runs that prices has no price
+// for, each model once.
+func unpriced(runs []*Run, prices map[string]Price) []string {
+	var notes []string
+	seen := map[string]bool{}
+	for _, r := range runs {
+		for _, m := range r.Spec.Models {
+			if _, ok := prices[m.Name]; ok || seen[m.Name] {
+				continue
+			}
+			seen[m.Name] = true
+			notes = append(notes, fmt.Sprintf("no price for model %s in --prices: no money shown for it", m.Name))
+		}
+	}
+	return notes
 }
 
 // InputError is a report asked for what the run does not hold.
@@ -407,13 +507,13 @@ func taskMeans(r *Run, model, cond string) map[string]perTask {
 }
 
 // compare pairs (modelA, from) of run a with (modelB, to) of run b by task,
-// in a's task order.
-func compare(name string, a *Run, modelA, from string, b *Run, modelB, to string, rng *rand.Rand) Comparison {
+// over tasks (ids, in a's task order).
+func compare(name string, a *Run, modelA, from string, b *Run, modelB, to string, tasks []string, rng *rand.Rand) Comparison {
 	ma, mb := taskMeans(a, modelA, from), taskMeans(b, modelB, to)
 	var ca, cb, oa, ob, aa, ab []float64
-	for _, t := range a.Spec.TaskList {
-		x, okA := ma[t.ID]
-		y, okB := mb[t.ID]
+	for _, id := range tasks {
+		x, okA := ma[id]
+		y, okB := mb[id]
 		if !okA || !okB {
 			continue
 		}
@@ -429,6 +529,15 @@ func compare(name string, a *Run, modelA, from string, b *Run, modelB, to string
 	c.Output, _ = GeoMeanRatio(oa, ob, rng, Resamples)
 	c.Accuracy = MeanDiff(aa, ab, rng, Resamples)
 	return c
+}
+
+// taskIDs are the ids of r's task list, in its order.
+func taskIDs(r *Run) []string {
+	var ids []string
+	for _, t := range r.Spec.TaskList {
+		ids = append(ids, t.ID)
+	}
+	return ids
 }
 
 func taskRows(r *Run, notebooks bool) []TaskRow {
@@ -476,7 +585,9 @@ func taskRows(r *Run, notebooks bool) []TaskRow {
 
 // pairRuns compares run b with run a condition by condition, paired by
 // task: model by model when both runs have the same models, else the
-// first model of each.
+// first model of each. A task is paired only when both runs' task lists
+// hold it with the same id, question and gold: two runs of different data
+// seeds share ids (s-t1-1) but not what they ask.
 func pairRuns(a, b *Run, rng *rand.Rand, notes []string) ([]Comparison, []string) {
 	same := len(a.Spec.Models) == len(b.Spec.Models)
 	for i := range a.Spec.Models {
@@ -494,8 +605,9 @@ func pairRuns(a, b *Run, rng *rand.Rand, notes []string) ([]Comparison, []string
 			notes = append(notes, fmt.Sprintf("the two runs have different models: %s of the first run is paired with %s of the second", pairs[0].ma, pairs[0].mb))
 		}
 	}
-	if !sameTasks(a.Spec, b.Spec) {
-		notes = append(notes, "the two runs' task lists differ: only the tasks with the same id are paired")
+	tasks, note := commonTasks(a.Spec, b.Spec)
+	if note != "" {
+		notes = append(notes, note)
 	}
 	bconds := conditionNames(b)
 	var out []Comparison
@@ -504,21 +616,67 @@ func pairRuns(a, b *Run, rng *rand.Rand, notes []string) ([]Comparison, []string
 			if !slices.Contains(bconds, c) {
 				continue
 			}
-			out = append(out, compare(c+": second run vs first", a, p.ma, c, b, p.mb, c, rng))
+			out = append(out, compare(c+": second run vs first", a, p.ma, c, b, p.mb, c, tasks, rng))
 		}
 	}
 	return out, notes
 }
 
-func sameTasks(x, y bench.Spec) bool {
-	a, b := x.TaskList, y.TaskList
-	if len(a) != len(b) {
-		return false
+// shownIDs is how many ids a note names before "and n more".
+const shownIDs = 5
+
+// commonTasks are the ids of the tasks that x's and y's task lists both
+// hold with the same question and gold (golds compared as JSON), in x's
+// order; note says which were left out, "" when none was.
+func commonTasks(x, y bench.Spec) (ids []string, note string) {
+	type task struct{ question, gold string }
+	key := func(q string, gold any) task {
+		g, err := json.Marshal(gold)
+		if err != nil {
+			g = []byte(fmt.Sprintf("%#v", gold))
+		}
+		return task{q, string(g)}
 	}
-	for i := range a {
-		if a[i].ID != b[i].ID || a[i].Question != b[i].Question {
-			return false
+	inY := map[string]task{}
+	for _, t := range y.TaskList {
+		inY[t.ID] = key(t.Question, t.Gold)
+	}
+	inX := map[string]bool{}
+	var changed, only []string
+	for _, t := range x.TaskList {
+		inX[t.ID] = true
+		switch yt, ok := inY[t.ID]; {
+		case !ok:
+			only = append(only, t.ID)
+		case yt != key(t.Question, t.Gold):
+			changed = append(changed, t.ID)
+		default:
+			ids = append(ids, t.ID)
 		}
 	}
-	return true
+	for _, t := range y.TaskList {
+		if !inX[t.ID] {
+			only = append(only, t.ID)
+		}
+	}
+	if len(changed)+len(only) == 0 {
+		return ids, ""
+	}
+	var why []string
+	if len(changed) > 0 {
+		why = append(why, fmt.Sprintf("%d with the same id but another question or gold (runs of different data?): %s", len(changed), someIDs(changed)))
+	}
+	if len(only) > 0 {
+		why = append(why, fmt.Sprintf("%d in one run only: %s", len(only), someIDs(only)))
+	}
+	return ids, fmt.Sprintf("the two runs' task lists differ: %d tasks are paired (the same id, question and gold in both), %d left out: %s",
+		len(ids), len(changed)+len(only), strings.Join(why, "; "))
+}
+
+// someIDs names the first few of ids.
+func someIDs(ids []string) string {
+	if len(ids) <= shownIDs {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:shownIDs], ", "), len(ids)-shownIDs)
 }

@@ -197,19 +197,159 @@ func TestTwoRunsArePaired(t *testing.T) {
 	assert.Len(t, rep.Rows, 10, "each run's rows")
 }
 
+// Two runs of different data seeds share task ids but not their questions
+// or golds: those tasks are not paired, and a note says which.
+func TestTwoRunsPairOnlyTheSameTasks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(task *bench.Spec)
+		note string
+	}{
+		{"another question", func(s *bench.Spec) { s.TaskList[0].Question += " (seed 2)" }, "1 with the same id but another question or gold"},
+		{"another gold", func(s *bench.Spec) { s.TaskList[0].Gold = 999 }, "1 with the same id but another question or gold"},
+		{"a task of one run only", func(s *bench.Spec) { s.TaskList[0].ID = "s-t9-9" }, "2 in one run only: s-t1-1, s-t9-9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := Load(fixture)
+			require.NoError(t, err)
+			b, err := Load(fixture)
+			require.NoError(t, err)
+			require.Equal(t, "s-t1-1", b.Spec.TaskList[0].ID)
+			tc.edit(&b.Spec)
+			rep, err := Build([]*Run{a, b}, Options{})
+			require.NoError(t, err)
+			require.Len(t, rep.Pairs, 5)
+			for _, p := range rep.Pairs {
+				assert.Equal(t, 2, p.Tasks, "%s: s-t1-1 is not paired", p.Name)
+			}
+			notes := strings.Join(rep.Notes, "\n")
+			assert.Contains(t, notes, "2 tasks are paired (the same id, question and gold in both)")
+			assert.Contains(t, notes, tc.note)
+			assert.Contains(t, notes, "s-t1-1")
+		})
+	}
+
+	// The same task lists: every task paired, no note; golds compare as
+	// JSON (3 and 3.0 are one gold).
+	a, err := Load(fixture)
+	require.NoError(t, err)
+	b, err := Load(fixture)
+	require.NoError(t, err)
+	if g, ok := b.Spec.TaskList[0].Gold.(float64); ok {
+		b.Spec.TaskList[0].Gold = int(g)
+	}
+	rep, err := Build([]*Run{a, b}, Options{})
+	require.NoError(t, err)
+	for _, p := range rep.Pairs {
+		assert.Equal(t, 3, p.Tasks, p.Name)
+	}
+	assert.NotContains(t, strings.Join(rep.Notes, "\n"), "task lists differ")
+}
+
+func TestSomeIDs(t *testing.T) {
+	assert.Equal(t, "a, b", someIDs([]string{"a", "b"}))
+	assert.Equal(t, "a, b, c, d, e and 2 more", someIDs([]string{"a", "b", "c", "d", "e", "f", "g"}))
+}
+
+func TestUnpricedModelsHaveANote(t *testing.T) {
+	rep := buildFixture(t, Options{Prices: map[string]Price{"gpt-4o-mini": {Input: 1, CachedInput: 1, Output: 1}}})
+	assert.Nil(t, rep.Rows[0].Money)
+	assert.Contains(t, rep.Notes, "no price for model reference in --prices: no money shown for it")
+	rep = buildFixture(t, Options{Prices: map[string]Price{"reference": {Input: 1, CachedInput: 1, Output: 1}}})
+	assert.NotContains(t, strings.Join(rep.Notes, "\n"), "no price")
+	assert.NotContains(t, strings.Join(buildFixture(t, Options{}).Notes, "\n"), "no price", "no note without --prices")
+}
+
 func TestReadPrices(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join(dir, "p.json")
-	require.NoError(t, os.WriteFile(good, []byte(`{"gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.6}}`), 0o644))
-	p, err := ReadPrices(good)
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return p
+	}
+	p, err := ReadPrices(write("p.json", `{"gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.6}, "free": {"input": 0, "output": 0}}`))
 	require.NoError(t, err)
 	assert.Equal(t, Price{0.15, 0.075, 0.6}, p["gpt-4o-mini"])
-	bad := filepath.Join(dir, "bad.json")
-	require.NoError(t, os.WriteFile(bad, []byte(`[1, 2]`), 0o644))
-	_, err = ReadPrices(bad)
-	assert.ErrorContains(t, err, "expected a JSON object from model name")
-	neg := filepath.Join(dir, "neg.json")
-	require.NoError(t, os.WriteFile(neg, []byte(`{"m": {"input": -1}}`), 0o644))
-	_, err = ReadPrices(neg)
-	assert.ErrorContains(t, err, "negative")
+	assert.Equal(t, Price{}, p["free"])
+
+	p, err = ReadPrices(write("nocache.json", `{"m": {"input": 2, "output": 8}}`))
+	require.NoError(t, err)
+	assert.Equal(t, Price{Input: 2, CachedInput: 2, Output: 8}, p["m"], "cached_input left out is the input price, not free")
+
+	for _, tc := range []struct{ name, body, msg string }{
+		{"not an object", `[1, 2]`, "expected a JSON object from model name"},
+		{"negative", `{"m": {"input": -1, "output": 1}}`, "model m: a negative price"},
+		{"misspelled", `{"m": {"inptu": 1, "output": 1}}`, `model m: unknown field "inptu" (the fields are input, cached_input, output`},
+		{"no input", `{"m": {"output": 1}}`, `model m: both "input" and "output" are required`},
+		{"no output", `{"m": {"input": 1, "cached_input": 0.5}}`, `model m: both "input" and "output" are required`},
+		{"not a number", `{"m": {"input": "1", "output": 1}}`, "model m: cannot unmarshal string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadPrices(write(tc.name+".json", tc.body))
+			assert.ErrorContains(t, err, tc.msg)
+		})
+	}
+}
+
+// A trajectory path outside the run directory is never read, by the page
+// or by the notebooks.
+func TestReadTrajectory(t *testing.T) {
+	r, err := Load(fixture)
+	require.NoError(t, err)
+	tr := r.Final[0]
+	b, cut, err := r.ReadTrajectory(tr)
+	require.NoError(t, err)
+	assert.False(t, cut)
+	assert.True(t, bytes.HasPrefix(b, []byte(`{"type":"run"`)))
+
+	// A trajectory beside the run directory, and one named absolutely.
+	outside := filepath.Join(t.TempDir(), "outside.jsonl")
+	require.NoError(t, os.WriteFile(outside, b, 0o644))
+	r.Dir = filepath.Join(filepath.Dir(outside), "run")
+	require.NoError(t, os.CopyFS(r.Dir, os.DirFS(fixture)))
+	for _, tc := range []struct{ name, path, msg string }{
+		{"none", "", "no trajectory was recorded for this trial"},
+		{"dot-dot", "../outside.jsonl", "the trajectory ../outside.jsonl is outside the run directory: not read"},
+		{"dot-dot inside", "trajectories/../../outside.jsonl", "the trajectory trajectories/../../outside.jsonl is outside the run directory: not read"},
+		{"absolute", outside, "the trajectory " + outside + " is outside the run directory: not read"},
+		{"missing", "trajectories/nonexistent.jsonl", "the trajectory trajectories/nonexistent.jsonl could not be read: no such file or directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr.Trajectory = tc.path
+			_, _, err := r.ReadTrajectory(tr)
+			assert.EqualError(t, err, tc.msg)
+		})
+	}
+
+	// The page says so in the trial's place.
+	r.Final[0].Trajectory = "../outside.jsonl"
+	rep, err := Build([]*Run{r}, Options{})
+	require.NoError(t, err)
+	var page bytes.Buffer
+	require.NoError(t, HTML(&page, rep, []*Run{r}))
+	assert.Contains(t, page.String(), "is outside the run directory: not read")
+}
+
+// With Options.Notebooks each trial of the first run links to its notebook
+// from its transcript's summary line, relative to the page.
+func TestHTMLLinksNotebooks(t *testing.T) {
+	r, err := Load(fixture)
+	require.NoError(t, err)
+	rep, err := Build([]*Run{r}, Options{Notebooks: true})
+	require.NoError(t, err)
+	var page bytes.Buffer
+	require.NoError(t, HTMLAt(&page, rep, []*Run{r}, "../run"))
+	html := page.String()
+	assert.Equal(t, len(r.Final), strings.Count(html, `">notebook</a></summary>`), "one link per trial")
+	assert.Contains(t, html, `<a class="nb" href="../run/notebooks/reference.A.s-t1-1.r1.ipynb">notebook</a></summary>`)
+
+	page.Reset()
+	require.NoError(t, HTML(&page, rep, []*Run{r}))
+	assert.Contains(t, page.String(), `href="notebooks/reference.A.s-t1-1.r1.ipynb"`, "HTML: a page in the run directory")
+
+	rep, err = Build([]*Run{r}, Options{})
+	require.NoError(t, err)
+	page.Reset()
+	require.NoError(t, HTML(&page, rep, []*Run{r}))
+	assert.NotContains(t, page.String(), ">notebook</a>", "no links without notebooks")
 }

@@ -36,8 +36,14 @@ previous report wrote there), or the files --md and --html name (which
 must not exist, unless --force). --json prints every number as one JSON
 object on stdout. --prices FILE is a JSON object from model name to
 {"input", "cached_input", "output"} in USD per 1M tokens: money is shown
-only then. --notebooks writes every trial as a Jupyter notebook under
-RUNDIR/notebooks/ (as ctxcode notebook does) and links each from the report.
+only then. input and output are required; cached_input left out is the
+input price (cached tokens cost as much as the rest); another field is an
+error; a model of the run that the file has no price for gets no money,
+and a note. --notebooks writes every trial as a Jupyter notebook under
+RUNDIR/notebooks/ (as ctxcode notebook does) and links each from the
+report (the Markdown's per-task table, the HTML's transcripts): a
+trajectory outside the run directory, unreadable or larger than 16 MB is
+a warning, and no notebook.
 
 Exit codes: 0 written; 1 a file could not be written; 2 bad input (not a run
 directory, a malformed log or prices file, an unknown --baseline).
@@ -49,9 +55,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	html := fs.String("html", "", "the HTML file to write (default RUNDIR/report.html)")
 	asJSON := fs.Bool("json", false, "print every number of the report as one JSON object")
 	baseline := fs.String("baseline", "", "the condition every other is compared with (default A when the run has it)")
-	pricesFile := fs.String("prices", "", "model prices, a JSON file: {\"MODEL\": {\"input\": USD, \"cached_input\": USD, \"output\": USD}} per 1M tokens")
+	pricesFile := fs.String("prices", "", "model prices, a JSON file: {\"MODEL\": {\"input\": USD, \"cached_input\": USD, \"output\": USD}} per 1M tokens (cached_input defaults to input)")
 	force := fs.Bool("force", false, "overwrite --md and --html if they exist")
-	notebooks := fs.Bool("notebooks", false, "also write each trial as a Jupyter notebook under RUNDIR/notebooks/ and link it")
+	notebooks := fs.Bool("notebooks", false, "also write each trial as a Jupyter notebook under RUNDIR/notebooks/ and link it from the Markdown and the HTML")
 	if err := fs.parse(args, 2, "one or two run directories"); err != nil {
 		return err
 	}
@@ -123,7 +129,11 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	var htmlBuf bytes.Buffer
-	if err := reports.HTML(&htmlBuf, rep, runs); err != nil {
+	htmlLink, err := filepath.Rel(filepath.Dir(absPath(htmlPath)), absPath(runs[0].Dir))
+	if err != nil {
+		htmlLink = absPath(runs[0].Dir)
+	}
+	if err := reports.HTMLAt(&htmlBuf, rep, runs, filepath.ToSlash(htmlLink)); err != nil {
 		return err
 	}
 	if err := writeAtomic("report", htmlPath, htmlBuf.Bytes(), true); err != nil {
@@ -147,21 +157,28 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // writeNotebooks writes the notebook of every trial of r under
 // r.Dir/notebooks/ (replacing what an earlier report wrote there). A
-// trajectory that cannot be read is a warning: its link is dead.
+// trajectory that cannot be read (Run.ReadTrajectory: none recorded,
+// outside the run directory, unreadable), is larger than
+// reports.MaxTrajectoryBytes or is malformed is a warning and no notebook:
+// its link is dead.
 func writeNotebooks(r *reports.Run, stderr io.Writer) error {
 	if err := os.MkdirAll(filepath.Join(r.Dir, "notebooks"), 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	for _, t := range r.Final {
-		f, err := os.Open(filepath.Join(r.Dir, t.Trajectory))
-		if err != nil {
-			fmt.Fprintf(stderr, "ctxcode: report: trial %s: %v\n", t.Key, err)
+		b, cut, err := r.ReadTrajectory(t)
+		switch {
+		case err != nil:
+			fmt.Fprintf(stderr, "ctxcode: report: trial %s: %v; no notebook\n", t.Key, err)
+			continue
+		case cut:
+			fmt.Fprintf(stderr, "ctxcode: report: trial %s: the trajectory %s is larger than %d MB; no notebook (ctxcode notebook writes one)\n",
+				t.Key, t.Trajectory, reports.MaxTrajectoryBytes>>20)
 			continue
 		}
-		nb, err := reports.TrajectoryNotebook(f)
-		f.Close()
+		nb, err := reports.TrajectoryNotebook(bytes.NewReader(b))
 		if err != nil {
-			fmt.Fprintf(stderr, "ctxcode: report: trial %s: %s: %v\n", t.Key, t.Trajectory, err)
+			fmt.Fprintf(stderr, "ctxcode: report: trial %s: %s: %v; no notebook\n", t.Key, t.Trajectory, err)
 			continue
 		}
 		if err := writeAtomic("report", filepath.Join(r.Dir, reports.NotebookPath(t.Trajectory)), nb, true); err != nil {

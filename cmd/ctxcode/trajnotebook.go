@@ -28,9 +28,11 @@ bench run: RUNDIR/trajectories/*.jsonl. A file of several runs (ask --task
 all) gives one notebook with a section per run. Nothing runs: the notebook
 is made from the file alone.
 
-Trajectories record the prefix's name, source and sha256, not its outputs:
-the prefix's cells are read again (a built-in prefix, or the file it came
-from) and shown without outputs when their sha256 is the run's.
+Trajectories record the prefix's cells as the kernel built them, with
+their outputs and execution counts, and the notebook shows them so. Older
+trajectories record only the prefix's name, source and sha256: its cells
+are read again (a built-in prefix, or the file it came from) and shown
+without outputs when their sha256 is the run's.
 
 Example:
   ctxcode ask --task s-t1-1 --model reference --trajectory run.jsonl
