@@ -24,8 +24,8 @@ image: build
 # QUESTION about the built-in data.
 # Without one, bench the offline reference model over every built-in xl task
 # in every condition of the ladder (A, B, B0, C, D) into a new run directory
-# in the cache folder, and print accuracy and cost per condition: the
-# harness's cost floor.
+# in the cache folder, print accuracy and cost per condition (the
+# harness's cost floor), and write its report (report.md, report.html).
 QUESTION ?= How many tasks are blocked?
 RUNS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ctxcode/runs
 run: setup image
@@ -34,7 +34,8 @@ run: setup image
 	else \
 	  out="$(RUNS)/reference-xl-$$(date +%Y%m%d-%H%M%S)"; mkdir -p "$(RUNS)"; \
 	  echo "make: no OPENAI_API_KEY or OPENAI_BASE_URL set: benching the offline reference model over every built-in task in every condition into $$out"; \
-	  $(BIN) bench --model reference --conditions A,B,B0,C,D --tier xl --reps 1 --out "$$out"; \
+	  $(BIN) bench --model reference --conditions A,B,B0,C,D --tier xl --reps 1 --out "$$out" && \
+	  $(BIN) report "$$out"; \
 	fi
 
 # Packages run one at a time (-p 1): the sandbox and CLI tests each make
