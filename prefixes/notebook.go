@@ -133,7 +133,7 @@ func ExportNotebook(p *Prefix, cells []session.Cell) ([]byte, error) {
 			ExecutionCount: count(c.Result.Count),
 			ID:             "cell-" + strconv.Itoa(i+1),
 			Outputs:        outputs(c.Result),
-			Source:         lines(strings.TrimRight(c.Code, "\n")),
+			Source:         NotebookLines(strings.TrimRight(c.Code, "\n")),
 		})
 	}
 	var b bytes.Buffer
@@ -159,7 +159,7 @@ func outputs(r kernel.Result) []nbOutput {
 	out := []nbOutput{}
 	for _, s := range []struct{ name, text string }{{"stdout", r.Stdout}, {"stderr", r.Stderr}} {
 		if s.text != "" {
-			out = append(out, nbOutput{"output_type": "stream", "name": s.name, "text": lines(s.text)})
+			out = append(out, nbOutput{"output_type": "stream", "name": s.name, "text": NotebookLines(s.text)})
 		}
 	}
 	switch {
@@ -172,17 +172,17 @@ func outputs(r kernel.Result) []nbOutput {
 			"traceback": strings.Split(tb, "\n")})
 	case r.Answered():
 		out = append(out, nbOutput{"output_type": "display_data", "metadata": struct{}{},
-			"data": map[string][]string{"text/plain": lines("ANSWER: " + string(r.Answer))}})
+			"data": map[string][]string{"text/plain": NotebookLines("ANSWER: " + string(r.Answer))}})
 	case r.Value != "":
 		out = append(out, nbOutput{"output_type": "execute_result", "execution_count": count(r.Count), "metadata": struct{}{},
-			"data": map[string][]string{"text/plain": lines(r.Value)}})
+			"data": map[string][]string{"text/plain": NotebookLines(r.Value)}})
 	}
 	return out
 }
 
-// lines splits s the way Jupyter stores text: each line keeps its "\n",
-// except a last line without one.
-func lines(s string) []string {
+// NotebookLines splits s the way Jupyter stores text: each line keeps its
+// "\n", except a last line without one.
+func NotebookLines(s string) []string {
 	out := []string{}
 	for s != "" {
 		i := strings.IndexByte(s, '\n')

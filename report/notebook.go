@@ -74,8 +74,10 @@ package report
 // prefix's language (python3, or gophernotes for Go) and a "ctxcode"
 // object {"runs": [{condition, model, task, question}]}.
 //
-// The notebook types repeat, in a few lines, the unexported ones of
-// prefixes/notebook.go, which this package cannot reach.
+// Text is split into lines as prefixes.NotebookLines does; the output
+// maps repeat, in a few lines, those prefixes/notebook.go makes from a
+// kernel.Result, which this package cannot name (it reads results from
+// JSON into its own type).
 
 import (
 	"bufio"
@@ -451,7 +453,7 @@ func (b *nbBuilder) id() string { return "cell-" + strconv.Itoa(len(b.cells)+1) 
 
 func (b *nbBuilder) markdown(text string) {
 	b.cells = append(b.cells, map[string]any{"cell_type": "markdown", "id": b.id(), "metadata": struct{}{},
-		"source": nbLines(strings.TrimRight(text, "\n"))})
+		"source": prefixes.NotebookLines(strings.TrimRight(text, "\n"))})
 }
 
 func (b *nbBuilder) code(src string, count int, outputs []map[string]any) {
@@ -459,7 +461,7 @@ func (b *nbBuilder) code(src string, count int, outputs []map[string]any) {
 		outputs = []map[string]any{}
 	}
 	b.cells = append(b.cells, map[string]any{"cell_type": "code", "execution_count": execCount(count), "id": b.id(),
-		"metadata": struct{}{}, "outputs": outputs, "source": nbLines(strings.TrimRight(src, "\n"))})
+		"metadata": struct{}{}, "outputs": outputs, "source": prefixes.NotebookLines(strings.TrimRight(src, "\n"))})
 }
 
 // run writes run i of n.
@@ -1017,7 +1019,7 @@ func firstLineStart(s, p string) int {
 }
 
 func streamOutput(name, text string) map[string]any {
-	return map[string]any{"output_type": "stream", "name": name, "text": nbLines(text)}
+	return map[string]any{"output_type": "stream", "name": name, "text": prefixes.NotebookLines(text)}
 }
 
 func errorOutput(name, value, traceback string) map[string]any {
@@ -1025,12 +1027,12 @@ func errorOutput(name, value, traceback string) map[string]any {
 }
 
 func answerOutput(text string) map[string]any {
-	return map[string]any{"output_type": "display_data", "metadata": struct{}{}, "data": map[string][]string{"text/plain": nbLines(text)}}
+	return map[string]any{"output_type": "display_data", "metadata": struct{}{}, "data": map[string][]string{"text/plain": prefixes.NotebookLines(text)}}
 }
 
 func valueOutput(value string, count int) map[string]any {
 	return map[string]any{"output_type": "execute_result", "execution_count": execCount(count), "metadata": struct{}{},
-		"data": map[string][]string{"text/plain": nbLines(value)}}
+		"data": map[string][]string{"text/plain": prefixes.NotebookLines(value)}}
 }
 
 // execCount is an execution count, null when the cell never ran.
@@ -1041,21 +1043,6 @@ func execCount(n int) *int {
 	return &n
 }
 
-// nbLines splits s the way Jupyter stores text: each line keeps its "\n",
-// except a last line without one.
-func nbLines(s string) []string {
-	out := []string{}
-	for s != "" {
-		i := strings.IndexByte(s, '\n')
-		if i < 0 {
-			out = append(out, s)
-			break
-		}
-		out = append(out, s[:i+1])
-		s = s[i+1:]
-	}
-	return out
-}
 
 // Markdown helpers.
 

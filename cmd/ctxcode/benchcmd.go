@@ -274,14 +274,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				seed := o.modelFlags.seed
 				m.Seed = &seed
 			}
-			// A model that cannot be made (no key, a bad URL) is refused
-			// now, before the run folder is touched.
-			if _, err := o.openAI(name, nil, nil); err != nil {
+			// Made now, so that a model that cannot be made (no key, a bad
+			// URL) is refused before the run folder is touched; every
+			// condition's trials share the client.
+			client, err := o.openAI(name, func(r llm.Retry) { obs.note("ctxcode: " + r.String()) }, gate)
+			if err != nil {
 				return err
 			}
-			m.For = func(bench.Condition) (llm.Model, error) {
-				return o.openAI(name, func(r llm.Retry) { obs.note("ctxcode: " + r.String()) }, gate)
-			}
+			m.For = func(bench.Condition) (llm.Model, error) { return client, nil }
 		}
 		run.Models = append(run.Models, m)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -30,13 +29,7 @@ type benchProgress struct {
 }
 
 func newBenchProgress(stderr io.Writer) *benchProgress {
-	p := &benchProgress{stderr: stderr}
-	if f, ok := stderr.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			p.tty = true
-		}
-	}
-	return p
+	return &benchProgress{stderr: stderr, tty: terminal(stderr)}
 }
 
 // Started implements bench.Observer.

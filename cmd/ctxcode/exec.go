@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -117,10 +116,8 @@ func readCells(r io.Reader) ([]string, error) {
 	if r == nil {
 		return nil, nil
 	}
-	if f, ok := r.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			return nil, nil // a terminal: do not wait for typing
-		}
+	if terminal(r) {
+		return nil, nil // a terminal: do not wait for typing
 	}
 	var cells []string
 	var cur []string

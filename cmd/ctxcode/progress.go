@@ -20,13 +20,19 @@ type progress struct {
 	shown  bool
 }
 
+// terminal says whether w is a terminal (a character device).
+func terminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
 func newProgress(stderr io.Writer) *progress {
 	p := &progress{stderr: stderr}
-	f, ok := stderr.(*os.File)
-	if !ok {
-		return p
-	}
-	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+	if !terminal(stderr) {
 		return p
 	}
 	p.w = stderr
