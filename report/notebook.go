@@ -1043,7 +1043,6 @@ func execCount(n int) *int {
 	return &n
 }
 
-
 // Markdown helpers.
 
 var mdSpecial = strings.NewReplacer(`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`, "|", `\|`)
