@@ -25,6 +25,7 @@ import linecache
 import math
 import os
 import re
+import select
 import signal
 import sys
 import tempfile
@@ -34,7 +35,7 @@ import tokenize
 import traceback
 import types
 
-PROTO_IN = os.fdopen(os.dup(0), "rb")
+PROTO_IN_FD = os.dup(0)
 PROTO_OUT_FD = os.dup(1)
 MAIN_PID = os.getpid()
 LOG = os.fdopen(os.dup(2), "w", buffering=1, encoding="utf-8", errors="replace")
@@ -127,6 +128,15 @@ def _point_fds():
             s = _streams[fd] = _text_stream(fd)
         setattr(sys, name, s)
         setattr(sys, "__%s__" % name, s)
+
+
+def _point_null():
+    """Point fds 1 and 2 at /dev/null (run_exec points them back at the capture files)."""
+    _flush_streams()
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
 
 
 def _flush_streams():
@@ -950,6 +960,28 @@ class StdlibShell:
             ns["_%d" % n] = value
         return pretty(value)
 
+    def _remember(self, n, raw):
+        ns = self.ns
+        ns["In"].append(raw)
+        prev = ns["In"][-2] if len(ns["In"]) > 1 else ""
+        ns["_iii"], ns["_ii"], ns["_i"] = ns.get("_ii"), ns.get("_i"), prev
+        ns["_i%d" % n] = raw
+
+    @classmethod
+    def adopt(cls, early):
+        """This shell over the namespace and history of an _Early shell."""
+        self = cls.__new__(cls)
+        self.ns = self.user_ns = early.user_ns
+        self.ns.pop("__builtin__", None)
+        self.ns.update({"In": [""], "Out": {}, "display": display})
+        self.ns.update({"_": "", "__": "", "___": "", "_i": "", "_ii": "", "_iii": ""})
+        for c in early.cells:
+            self._remember(c.n, c.raw)
+            if c.shown:
+                self._display(c.value, c.n)
+        self.count = early.count
+        return self
+
     def next_count(self):
         return self.count
 
@@ -960,10 +992,7 @@ class StdlibShell:
             return n, "", None  # IPython does not count an empty cell
         self.count += 1
         ns = self.ns
-        ns["In"].append(raw)
-        prev = ns["In"][-2] if len(ns["In"]) > 1 else ""
-        ns["_iii"], ns["_ii"], ns["_i"] = ns.get("_ii"), ns.get("_i"), prev
-        ns["_i%d" % n] = raw
+        self._remember(n, raw)
         code = _leading_indent(raw)
         filename = "<cell-%d>" % n
         CELL_FILES[filename] = n
@@ -1015,17 +1044,21 @@ def _stand_ins():
     return added
 
 
+def _drop_stand_ins(added):
+    for name, mod in added.items():
+        if name in sys.modules and sys.modules[name] is mod:
+            del sys.modules[name]
+
+
 def _ipython_shell():
     added = _stand_ins()
     try:
         return _make_ipython_shell()
     finally:
-        for name, mod in added.items():
-            if name in sys.modules and sys.modules[name] is mod:
-                del sys.modules[name]
+        _drop_stand_ins(added)
 
 
-def _make_ipython_shell():
+def _make_ipython_shell(user_module=None):
     from IPython.core.displayhook import DisplayHook
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
@@ -1052,7 +1085,7 @@ def _make_ipython_shell():
     cfg.InteractiveShell.xmode = "Plain"
     cfg.InteractiveShell.autocall = 0
     cfg.InteractiveShell.separate_in = ""
-    ip = InteractiveShell.instance(config=cfg, displayhook_class=Hook)
+    ip = InteractiveShell.instance(config=cfg, displayhook_class=Hook, user_module=user_module)
     errors = []
 
     def showtraceback(exc_tuple=None, filename=None, tb_offset=None, exception_only=False, running_compiled_code=False):
@@ -1071,6 +1104,8 @@ def _make_ipython_shell():
     class Shell:
         flavour = "ipython"
         user_ns = ip.user_ns
+        shell = ip
+        hook = Hook
 
         def next_count(self):
             return ip.execution_count
@@ -1096,8 +1131,491 @@ def _make_ipython_shell():
     return Shell(), "ipython " + __import__("IPython").__version__
 
 
+# ---------------------------------------------------------------- IPython in the background
+# IPython takes about 200 ms of CPU to import and set up; the interpreter
+# itself starts in about 20. So that a kernel answers as soon as Python is up,
+# the driver imports IPython on a thread of its own (the loader) while the
+# protocol is served, and runs a cell before IPython is there only when
+# IPython would have given that cell the same output and left the session in
+# the same state (_early_code says which cells; the others wait for IPython).
+# When IPython is ready, it takes over the very namespace those cells ran in,
+# and their history is replayed into it (_Lazy.switch): In, Out, _i*, _N, _,
+# the order of the namespace's names, the compiled cells' file names.
+#
+# One thread at a time runs Python code of the session: the loader holds
+# _Lazy.lock while it imports and lets a cell have it only at an import
+# boundary where none of the modules it is in the middle of importing is part
+# of the standard library (_Loader.find_spec). An early cell imports only
+# standard modules, so it never waits for a module the parked loader holds,
+# and never sees one half-made. The loader sets nothing up: the shell is made
+# on the main thread, between cells.
+#
+# CTXCODE_IPYTHON_START: background (the default), eager (import IPython
+# before the first answer, as before), hold (no loader: IPython is imported
+# when a cell needs it; for the tests that compare the two ways).
+
+_IPY_DOC = "Automatically created module for IPython interactive environment"
+_IPY_MODULES = ("IPython.core.interactiveshell", "IPython.core.completer", "IPython.core.magics", "IPython.core.displayhook", "traitlets.config")
+
+
+def _ipython_version():
+    """IPython's version, read from its release file without importing it; None if it is not installed."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("IPython")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        path = os.path.join(folder, "core", "release.py")
+        try:
+            with open(path, encoding="utf-8") as f:
+                src = f.read()
+            ns = {}
+            exec(compile(src, path, "exec"), ns)
+            return str(ns["__version__"])
+        except Exception:
+            continue
+    return None
+
+
+def _ipy_code_name(code, n):
+    """The file name IPython compiles cell n under (IPython.core.compilerop.code_name)."""
+    import hashlib
+
+    return "<ipython-input-%d-%s>" % (n, hashlib.sha1(code.encode("utf-8")).hexdigest()[:12])
+
+
+def _ipy_transform(raw):
+    """What IPython runs and stores in In for a cell of plain Python: a final
+    newline added, leading empty lines dropped, the first line's indentation
+    taken from every line that has it (inputtransformer2's cleanup)."""
+    if not raw.endswith("\n"):
+        raw += "\n"
+    lines = raw.splitlines(True)
+    for i, line in enumerate(lines):
+        if line and not line.isspace():
+            lines = lines[i:]
+            break
+    if lines:
+        m = re.match(r"^[ \t]+", lines[0])
+        if m:
+            space = m.group(0)
+            lines = [l[len(space):] if l.startswith(space) else l for l in lines]
+    return "".join(lines)
+
+
+# Names an early cell may not use: what IPython's namespace and builtins hold
+# and the early one does not, and ways to look at the namespace as a whole.
+_EARLY_NAMES = frozenset(
+    "In Out _ih _oh _dh get_ipython exit quit display globals locals vars dir eval exec compile "
+    "__import__ breakpoint help input copyright credits license SystemExit KeyboardInterrupt "
+    "__IPYTHON__ __builtin__ __builtins__ __doc__ __name__ __spec__ __loader__ __package__ "
+    "__file__ __cached__ __annotations__ __warningregistry__".split()
+)
+_EARLY_HISTORY = re.compile(r"^(_+|_\d+|_i+|_i\d+|_i00)$")
+# Attributes that reach the process's state IPython reads as it starts, or frames.
+_EARLY_ATTRS = frozenset(
+    "chdir fchdir environ environb putenv unsetenv __globals__ __builtins__ f_globals f_locals f_back "
+    "gi_frame cr_frame ag_frame tb_frame _getframe modules".split()
+)
+# Standard modules whose state IPython sets or reads, or that run code on
+# other threads or at exit.
+_EARLY_DENIED = frozenset(
+    "__future__ __main__ builtins sys importlib gc inspect warnings site atexit signal threading "
+    "_thread concurrent multiprocessing asyncio faulthandler tracemalloc ctypes pdb bdb doctest "
+    "unittest pydoc code codeop runpy readline rlcompleter tkinter turtle turtledemo idlelib gettext "
+    "locale logging trace cProfile profile pty tty termios sched".split()
+)
+_EARLY_PROMPT = re.compile(r"^\s*(>>>|\.\.\.)( |$)|^(In \[\d+\]: |\s*\.\.\.+: )")
+_EARLY_HEAD = re.compile(r"^\s*([A-Za-z_]\w*)")
+
+
+def _early_code(raw, ns):
+    """(transformed code, its ast) when IPython would run raw as the plain
+    Python it is, with the same result, before its history or namespace
+    could show; None when the cell must wait for IPython."""
+    import keyword
+
+    code = _ipy_transform(raw)
+    if any(_EARLY_PROMPT.match(line) for line in code.splitlines()):
+        return None
+    try:
+        tree = compile(code, "<early>", "exec", ast.PyCF_ONLY_AST | _AWAIT)
+        if compile(tree, "<early>", "exec", _AWAIT).co_flags & _CO_COROUTINE:
+            return None  # a top-level await runs in IPython's loop runner
+    except Exception:
+        return None  # IPython runs what compiles statement by statement
+    lines = code.splitlines()
+    if len(lines) == 1:
+        # A single line is also offered to IPython's magics and aliases:
+        # plain Python only when its first name is defined or a keyword.
+        m = _EARLY_HEAD.match(lines[0])
+        if m:
+            head = m.group(1)
+            if not (head in ns or head in builtins.__dict__ or keyword.iskeyword(head)):
+                return None
+    calls_ok = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.JoinedStr) or (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+                calls_ok.add(id(node.func))  # a path: IPython's open() refuses only fds 0, 1 and 2
+    for stmt in tree.body:
+        if isinstance(stmt, ast.AnnAssign):
+            return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if node.id in _EARLY_NAMES or _EARLY_HISTORY.match(node.id):
+                return None
+            if node.id == "open" and id(node) not in calls_ok:
+                return None
+        elif isinstance(node, ast.Attribute):
+            if node.attr in _EARLY_ATTRS:
+                return None
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            if any(name in _EARLY_NAMES or _EARLY_HISTORY.match(name) for name in node.names):
+                return None
+        elif isinstance(node, ast.Import):
+            if not all(_early_module(a.name) for a in node.names):
+                return None
+        elif isinstance(node, ast.ImportFrom):
+            if node.level or not _early_module(node.module or "") or any(a.name == "*" for a in node.names):
+                return None
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name in _EARLY_NAMES or _EARLY_HISTORY.match(node.name):
+                return None
+        elif isinstance(node, ast.alias):
+            bound = node.asname or node.name.partition(".")[0]
+            if bound in _EARLY_NAMES or _EARLY_HISTORY.match(bound):
+                return None
+    return code, tree
+
+
+def _early_module(name):
+    top = name.partition(".")[0]
+    return top in sys.stdlib_module_names and top not in _EARLY_DENIED
+
+
+_SIMPLE_ATOMS = (int, float, str, bool, bytes, type(None))
+
+
+def _simple(value, budget=None):
+    """True when the driver's pretty printer gives IPython's text for value:
+    plain numbers, strings and bytes, and lists, tuples, sets and dicts of
+    them (no subclasses, no cycles, short enough not to be cut)."""
+    budget = budget if budget is not None else [10000]
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        budget[0] -= 1
+        if budget[0] < 0 or depth > 20:
+            return False
+        t = type(v)
+        if t in _SIMPLE_ATOMS:
+            if t is int and not -(10**100) < v < 10**100:
+                return False
+            continue
+        if t in (list, tuple, set, frozenset):
+            if len(v) >= MAX_SEQ:
+                return False
+            stack.extend((x, depth + 1) for x in v)
+        elif t is dict:
+            if len(v) >= MAX_SEQ:
+                return False
+            stack.extend((x, depth + 1) for kv in v.items() for x in kv)
+        else:
+            return False
+    return True
+
+
+class _EarlyCell:
+    __slots__ = ("n", "raw", "code", "keys", "shown", "value", "failed")
+
+    def __init__(self, n, raw, code):
+        self.n, self.raw, self.code = n, raw, code
+        self.keys, self.shown, self.value, self.failed = (), False, None, False
+
+
+_LATE = object()  # the value needs IPython's formatter
+
+
+class _Early:
+    """Runs the cells _early_code allows, as IPython would, and keeps their history for the switch."""
+
+    def __init__(self):
+        mod = types.ModuleType("__main__", _IPY_DOC)
+        # as IPython's prepare_user_module leaves it
+        mod.__dict__["__builtin__"] = builtins
+        mod.__dict__["__builtins__"] = builtins
+        sys.modules["__main__"] = mod
+        self.module = mod
+        self.user_ns = mod.__dict__
+        self.count = 1
+        self.cells = []
+        self.base = list(self.user_ns)
+
+    def run(self, raw, code, tree):
+        """Returns (count, value_text or _LATE, exc_info or None)."""
+        n = self.count
+        self.count += 1
+        cell = _EarlyCell(n, raw, code)
+        self.cells.append(cell)
+        ns = self.user_ns
+        name = _ipy_code_name(code, n)
+        linecache.cache[name] = (len(code), None, [l + "\n" for l in code.splitlines()], name)
+        try:
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = ast.Expression(tree.body.pop().value)
+            body = compile(tree, name, "exec")
+            tail = compile(last, name, "eval") if last is not None else None
+        except (SyntaxError, ValueError, OverflowError):
+            cell.failed = True
+            cell.keys = list(ns)
+            return n, "", sys.exc_info()
+        try:
+            exec(body, ns)
+            text = ""
+            if tail is not None:
+                value = eval(tail, ns)
+                if value is not None and not _quiet(code):
+                    cell.shown, cell.value = True, value
+                    text = pretty(value) if _simple(value) else _LATE
+            return n, text, None
+        except BaseException:
+            cell.failed = True
+            etype, evalue, tb = sys.exc_info()
+            return n, "", (etype, evalue, tb.tb_next if tb is not None else tb)
+        finally:
+            cell.keys = list(ns)
+
+
+class _Loader(threading.Thread):
+    """Imports IPython's modules, yielding the interpreter to cells at safe import boundaries.
+
+    The boundary is the start of a module's body (the source loaders'
+    exec_module, wrapped while the loader runs): there the loader holds no
+    lock but the module locks of the imports it is in the middle of (the
+    global import lock is held around finders, so a finder cannot wait)."""
+
+    def __init__(self, lazy):
+        super().__init__(name="ctxcode-ipython-loader", daemon=True)
+        self.lazy = lazy
+        self.error = None
+        self.done = threading.Event()
+
+    def run(self):
+        from importlib import _bootstrap_external
+
+        lazy = self.lazy
+        basics = _bootstrap_external._LoaderBasics
+        original = basics.__dict__["exec_module"]
+        me = threading.get_ident()
+
+        def exec_module(loader, module):
+            if lazy.want.is_set() and threading.get_ident() == me and _Loader._safe(module.__name__):
+                lazy.lock.release()
+                lazy.resume.wait()
+                lazy.lock.acquire()
+            return original(loader, module)
+
+        lazy.lock.acquire()
+        basics.exec_module = exec_module
+        try:
+            import importlib
+
+            for name in _IPY_MODULES:
+                importlib.import_module(name)
+        except BaseException as e:
+            self.error = e
+        finally:
+            basics.exec_module = original
+            lazy.lock.release()
+            self.done.set()
+            os.write(lazy.wake_w, b".")
+
+    @staticmethod
+    def _safe(name):
+        """True when neither name nor any module this thread is importing is a standard one."""
+        if name.partition(".")[0] in sys.stdlib_module_names:
+            return False
+        f = sys._getframe(1)
+        while f is not None:
+            if f.f_code.co_name == "<module>":
+                if (f.f_globals.get("__name__") or "").partition(".")[0] in sys.stdlib_module_names:
+                    return False
+            f = f.f_back
+        return True
+
+
+class _Lazy:
+    """The session's shell while IPython loads: early cells first, then IPython's own."""
+
+    flavour = "ipython"
+
+    def __init__(self, background):
+        self.early = _Early()
+        self.user_ns = self.early.user_ns
+        self.real = None
+        self.stand_ins = _stand_ins()
+        self.lock = threading.Lock()
+        self.want = threading.Event()
+        self.resume = threading.Event()
+        self.wake_r, self.wake_w = os.pipe()
+        self.loader = None
+        if background:
+            self.loader = _Loader(self)
+            self.loader.start()
+
+    def settled(self):
+        return self.real is not None
+
+    def ready(self):
+        """True when the loader is done and the switch can be made."""
+        return self.real is None and self.loader is not None and self.loader.done.is_set()
+
+    def next_count(self):
+        return self.real.next_count() if self.real is not None else self.early.count
+
+    def run(self, raw):
+        if self.real is None:
+            if not raw.strip():
+                return self.early.count, "", None  # IPython does not count an empty cell
+            early = _early_code(raw, self.user_ns)
+            if early is not None and not self.ready():
+                self.want.set()
+                self.resume.clear()
+                self.lock.acquire()
+                try:
+                    n, text, exc = self.early.run(raw, *early)
+                finally:
+                    self.lock.release()
+                    self.want.clear()
+                    self.resume.set()
+                if text is _LATE:
+                    text = self._late_value()
+                return n, text, exc
+            self.switch()
+        return self.real.run(raw)
+
+    def _late_value(self):
+        """IPython's text for the last early cell's value: the switch is made now."""
+        paused = signal.setitimer(signal.ITIMER_REAL, 0)[0]
+        try:
+            cell = self.early.cells[-1]
+            self.switch(upto=cell)
+            ip, hook = self.real.shell, self.real.hook
+            ip.execution_count = cell.n
+            hook.text = ""
+            with ip.builtin_trap, ip.display_trap:
+                ip.displayhook(cell.value)
+            ip.execution_count = cell.n + 1
+            return hook.text
+        finally:
+            if paused > 0:
+                signal.setitimer(signal.ITIMER_REAL, paused)
+
+    def switch(self, upto=None):
+        """Make IPython's shell over the early namespace and replay the early cells' history."""
+        if self.real is not None:
+            return
+        if self.loader is not None:
+            self.loader.done.wait()
+            error = self.loader.error
+        else:
+            error = None
+            try:
+                import importlib
+
+                for name in _IPY_MODULES:
+                    importlib.import_module(name)
+            except BaseException as e:
+                error = e
+        ns = self.user_ns
+        saved = dict(ns)
+        _flush_streams()
+        out1, out2 = os.dup(1), os.dup(2)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
+        try:
+            if error is None:
+                try:
+                    ns.clear()
+                    ns.update((k, saved[k]) for k in self.early.base)
+                    self.real = _make_ipython_shell(user_module=self.early.module)[0]
+                except ImportError as e:
+                    error = e
+                    ns.clear()
+                    ns.update(saved)
+            if error is not None:
+                LOG.write("ctxcode: IPython did not load (%s: %s); the session goes on on the stdlib path\n" % (type(error).__name__, error))
+                self.real = StdlibShell.adopt(self.early)
+                _driver_names(ns, saved)
+            else:
+                _driver_names(ns, saved)
+                self._replay(saved, upto)
+            _drop_stand_ins(self.stand_ins)
+        finally:
+            _flush_streams()
+            os.dup2(out1, 1)
+            os.dup2(out2, 2)
+            os.close(out1)
+            os.close(out2)
+            self.early.cells = []
+
+    def _replay(self, saved, upto):
+        """The early cells' history, as IPython would have written it: the
+        namespace holds IPython's names now, then the driver's (see switch)."""
+        ip = self.real.shell
+        ns = self.user_ns
+        prev = set(self.early.base) | set(_DRIVER_NAMES)
+        for cell in self.early.cells:
+            ip.history_manager.store_inputs(cell.n, cell.code, cell.raw)
+            ip.compile.cache(cell.code, cell.n, raw_code=cell.raw)
+            now = set(cell.keys)
+            for key in prev - now:
+                ns.pop(key, None)
+            for key in cell.keys:
+                if key not in prev:
+                    ns[key] = saved.get(key)
+            prev = now
+            if cell.shown and cell is not upto:
+                ip.execution_count = cell.n
+                ip.displayhook.update_user_ns(cell.value)
+            ip.last_execution_succeeded = not cell.failed
+        for key, value in saved.items():
+            if key in prev:
+                ns[key] = value
+        ip.execution_count = self.early.count
+
+
+_DRIVER_NAMES = ("ANSWER", "_stdout", "_stderr", "exit", "quit")
+
+
+def _driver_names(ns, saved=None):
+    """What the driver adds to a session's namespace and builtins (main sets them first)."""
+    import warnings
+
+    saved = saved or {}
+    ns["ANSWER"] = ANSWER
+    ns["_stdout"], ns["_stderr"] = saved.get("_stdout", {}), saved.get("_stderr", {})
+    ns["exit"] = ns["quit"] = saved.get("exit") or _Exiter()
+    builtins.exit = builtins.quit = ns["exit"]
+    warnings.filterwarnings("ignore", message="To exit: use")
+
+
 def make_shell():
     if os.environ.get("CTXCODE_NO_IPYTHON") != "1":
+        start = os.environ.get("CTXCODE_IPYTHON_START", "background")
+        if start in ("background", "hold"):
+            version = _ipython_version()
+            if version is not None:
+                return _Lazy(start == "background"), "ipython " + version
         try:
             return _ipython_shell()
         except ImportError:
@@ -1368,22 +1886,55 @@ def send(obj):
         data = data[os.write(PROTO_OUT_FD, data) :]
 
 
+class _Requests:
+    """Protocol lines from fd; while IPython loads, the wait for one also
+    makes the switch to IPython as soon as its loader is done."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.buf = bytearray()
+        self.eof = False
+
+    def readline(self, shell):
+        while True:
+            i = self.buf.find(b"\n")
+            if i >= 0:
+                line = bytes(self.buf[: i + 1])
+                del self.buf[: i + 1]
+                return line
+            if self.eof:
+                line = bytes(self.buf)
+                self.buf.clear()
+                return line
+            lazy = isinstance(shell, _Lazy) and not shell.settled() and shell.loader is not None
+            if lazy:
+                if shell.ready():
+                    shell.switch()
+                    _point_fds()
+                    OUT.drain(1 << 16)
+                    ERR.drain(1 << 16)
+                    continue
+                _point_null()  # what the loader may print between cells is no cell's output
+                r, _, _ = select.select([self.fd, shell.wake_r], [], [])
+                if self.fd not in r:
+                    os.read(shell.wake_r, 64)
+                    continue
+            data = os.read(self.fd, 1 << 16)
+            if not data:
+                self.eof = True
+            self.buf += data
+
+
 def main():
     _point_fds()
     shell, flavour = make_shell()
-    ns = shell.user_ns
-    ns["ANSWER"] = ANSWER
-    ns["_stdout"], ns["_stderr"] = {}, {}
-    ns["exit"] = ns["quit"] = _Exiter()
-    builtins.exit = builtins.quit = _Exiter()
-    import warnings
-
-    warnings.filterwarnings("ignore", message="To exit: use")
+    _driver_names(shell.user_ns)
     version = "python %d.%d.%d %s" % (sys.version_info[:3] + (flavour,))
     OUT.drain(1 << 16)
     ERR.drain(1 << 16)
+    requests = _Requests(PROTO_IN_FD)
     while True:
-        line = PROTO_IN.readline()
+        line = requests.readline(shell)
         if not line:
             break
         try:
