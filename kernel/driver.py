@@ -795,7 +795,8 @@ def _key(k):
     return str(k)
 
 
-STATE = {"answer": None}
+STATE = {"answer": None, "early": False}
+TRACE_EARLY = os.environ.get("CTXCODE_TRACE_EARLY") == "1"
 
 
 def ANSWER(value):
@@ -1483,6 +1484,7 @@ class _Lazy:
     def run(self, raw):
         if self.real is None:
             if not raw.strip():
+                STATE["early"] = True
                 return self.early.count, "", None  # IPython does not count an empty cell
             early = _early_code(raw, self.user_ns)
             if early is not None and not self.ready():
@@ -1497,6 +1499,7 @@ class _Lazy:
                     self.resume.set()
                 if text is _LATE:
                     text = self._late_value()
+                STATE["early"] = True
                 return n, text, exc
             self.switch()
         return self.real.run(raw)
@@ -1825,6 +1828,7 @@ def run_exec(shell, req):
     cap = max(int(req.get("max_output_bytes") or 1 << 20), 64)
     code = req.get("code") or ""
     STATE["answer"] = None
+    STATE["early"] = False
     _point_fds()
     n0 = shell.next_count()
     with _cap_lock:
@@ -1865,7 +1869,7 @@ def run_exec(shell, req):
     if exc is not None and not issubclass(exc[0], _Answer):
         status = "timeout" if issubclass(exc[0], CellTimeout) else "error"
         error = error_info(*exc)
-    return {
+    res = {
         "id": req.get("id", 0),
         "count": n,
         "status": status,
@@ -1877,6 +1881,9 @@ def run_exec(shell, req):
         "elapsed_ms": elapsed,
         "dropped_bytes": d1 + d2 + d3,
     }
+    if TRACE_EARLY:
+        res["early"] = STATE["early"]  # the cell ran before IPython had loaded (for the tests)
+    return res
 
 
 def send(obj):

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,6 +77,11 @@ func newDocker(cli *client.Client, cfg Config, argv, bind []string) (*Docker, er
 	}
 	if cfg.StderrTail <= 0 {
 		cfg.StderrTail = def.StderrTail
+	}
+	for _, kv := range cfg.Env {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" || strings.ContainsAny(name, " \t\n") {
+			return nil, fmt.Errorf("kernel environment entry %q: want NAME=value", kv)
+		}
 	}
 	if cfg.DataDir != "" {
 		abs, err := filepath.Abs(cfg.DataDir)
@@ -233,10 +239,11 @@ func (d *Docker) containerConfig(session string) *container.Config {
 }
 
 func (d *Docker) extraEnv() []string {
+	env := slices.Clone(d.cfg.Env)
 	if d.cfg.NoIPython {
-		return []string{"CTXCODE_NO_IPYTHON=1"}
+		env = append(env, "CTXCODE_NO_IPYTHON=1")
 	}
-	return nil
+	return env
 }
 
 func (d *Docker) hostConfig(mounts []mount.Mount) *container.HostConfig {

@@ -97,6 +97,9 @@ type Config struct {
 	// NoIPython makes the Python driver use its standard-library path even
 	// though the image has IPython (faster to start; same value text).
 	NoIPython bool
+	// Env is added to the kernel's environment, as NAME=value. Nothing of
+	// ctxcode's own environment reaches a kernel otherwise.
+	Env []string
 	// Session is the value of the ctxcode.session label. Default: a fresh
 	// id for every container started.
 	Session string
