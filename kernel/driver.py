@@ -10,6 +10,9 @@
 # CTXCODE_NO_IPYTHON=1), otherwise a standard-library equivalent. Both paths
 # share the value formatting rules, the compact tracebacks, ANSWER, the soft
 # timeout and the output caps, so they give the same text for the same cell.
+# IPython loads in the background: the driver answers as soon as Python is up
+# and runs first the cells IPython would run the same way (see "IPython in
+# the background" below).
 #
 # Ops: exec (a cell), ping, and shell (a /bin/sh command for condition A's bash
 # tool, outside the interpreter's namespace; see "the shell op" below).

@@ -84,16 +84,20 @@ func BenchmarkDockerCell(b *testing.B) {
 
 // BenchmarkDockerColdStart: create + start + kernel ready + first result
 // (the removal after it is not timed), beside `docker run --rm --network none
-// IMAGE python3 -c pass`, on the IPython and the stdlib driver paths.
+// IMAGE python3 -c pass`, on the driver's paths: IPython loading in the
+// background (the default), IPython imported before the first answer
+// (eager, as before), and the stdlib path.
 func BenchmarkDockerColdStart(b *testing.B) {
 	for _, path := range []struct {
 		name      string
 		noIPython bool
-	}{{"ipython", false}, {"stdlib", true}} {
+		env       []string
+	}{{"ipython", false, nil}, {"ipython-eager", false, []string{"CTXCODE_IPYTHON_START=eager"}}, {"stdlib", true, nil}} {
 		b.Run(path.name, func(b *testing.B) {
 			cli := newDockerClient(b)
 			cfg := testConfig(b)
 			cfg.NoIPython = path.noIPython
+			cfg.Env = path.env
 			tr, err := NewPython(cli, cfg)
 			require.NoError(b, err)
 			ctx := context.Background()
