@@ -380,10 +380,14 @@ class Pretty:
 
     def queue_pop(self):
         for level in self.queue:
-            for i in range(len(level) - 1, -1, -1):
+            n = len(level)
+            for i in range(n - 1, -1, -1):
                 g = level[i]
                 if g.breakables:
-                    del level[i]
+                    # IPython's queue removes the group at the same distance
+                    # from the start as g is from the end (not always g): its
+                    # line breaks follow from that, so the driver's do too.
+                    del level[n - 1 - i]
                     g.want_break = True
                     return g
             for g in level:
@@ -567,7 +571,10 @@ def _set_printer(start, end):
             try:
                 items = sorted(obj)
             except Exception:
-                pass
+                try:
+                    items = sorted(obj, key=str)  # mixed types, as IPython
+                except Exception:
+                    pass
         for i, x in p.items(items):
             if i:
                 p.text(",")
@@ -1217,22 +1224,25 @@ _EARLY_NAMES = frozenset(
     "In Out _ih _oh _dh get_ipython exit quit display globals locals vars dir eval exec compile "
     "__import__ breakpoint help input copyright credits license SystemExit KeyboardInterrupt "
     "__IPYTHON__ __builtin__ __builtins__ __doc__ __name__ __spec__ __loader__ __package__ "
-    "__file__ __cached__ __annotations__ __warningregistry__".split()
+    "__file__ __cached__ __annotations__ __warningregistry__ _stdout _stderr".split()
 )
 _EARLY_HISTORY = re.compile(r"^(_+|_\d+|_i+|_i\d+|_i00)$")
 # Attributes that reach the process's state IPython reads as it starts, or frames.
 _EARLY_ATTRS = frozenset(
     "chdir fchdir environ environb putenv unsetenv __globals__ __builtins__ f_globals f_locals f_back "
-    "gi_frame cr_frame ag_frame tb_frame _getframe modules".split()
+    "gi_frame cr_frame ag_frame tb_frame _getframe modules sys builtins __dict__ __self__ __traceback__ "
+    "__subclasses__ __closure__ __import__ __loader__ __spec__".split()
 )
+_EARLY_GETATTR = frozenset("getattr setattr delattr hasattr".split())
 # Standard modules whose state IPython sets or reads, or that run code on
 # other threads or at exit.
 _EARLY_DENIED = frozenset(
     "__future__ __main__ builtins sys importlib gc inspect warnings site atexit signal threading "
     "_thread concurrent multiprocessing asyncio faulthandler tracemalloc ctypes pdb bdb doctest "
     "unittest pydoc code codeop runpy readline rlcompleter tkinter turtle turtledemo idlelib gettext "
-    "locale logging trace cProfile profile pty tty termios sched".split()
+    "locale logging trace traceback cProfile profile pty tty termios sched".split()
 )
+_STDLIB_DIR = os.path.dirname(os.path.realpath(os.__file__))
 _EARLY_PROMPT = re.compile(r"^\s*(>>>|\.\.\.)( |$)|^(In \[\d+\]: |\s*\.\.\.+: )")
 _EARLY_HEAD = re.compile(r"^\s*([A-Za-z_]\w*)")
 
@@ -1246,12 +1256,24 @@ def _early_code(raw, ns):
     code = _ipy_transform(raw)
     if any(_EARLY_PROMPT.match(line) for line in code.splitlines()):
         return None
+    import warnings
+
+    shown = []
+    showwarning = warnings.showwarning
+    # Recorded, not shown: a cell whose compiling warns is IPython's, which
+    # warns as it compiles statement by statement, under its own file names.
+    # (Replacing showwarning leaves the filters, and so their version, alone.)
+    warnings.showwarning = lambda *args, **kwargs: shown.append(args)
     try:
         tree = compile(code, "<early>", "exec", ast.PyCF_ONLY_AST | _AWAIT)
         if compile(tree, "<early>", "exec", _AWAIT).co_flags & _CO_COROUTINE:
             return None  # a top-level await runs in IPython's loop runner
     except Exception:
         return None  # IPython runs what compiles statement by statement
+    finally:
+        warnings.showwarning = showwarning
+    if shown:
+        return None
     lines = code.splitlines()
     if len(lines) == 1:
         # A single line is also offered to IPython's magics and aliases:
@@ -1267,14 +1289,30 @@ def _early_code(raw, ns):
             first = node.args[0] if node.args else None
             if isinstance(first, ast.JoinedStr) or (isinstance(first, ast.Constant) and isinstance(first.value, str)):
                 calls_ok.add(id(node.func))  # a path: IPython's open() refuses only fds 0, 1 and 2
-    for stmt in tree.body:
-        if isinstance(stmt, ast.AnnAssign):
-            return None
+    for stmt in tree.body[:-1]:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+            return None  # IPython compiles it alone, as a docstring that sets __doc__
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             if node.id in _EARLY_NAMES or _EARLY_HISTORY.match(node.id):
                 return None
             if node.id == "open" and id(node) not in calls_ok:
+                return None
+            if isinstance(node.ctx, ast.Del):
+                return None  # a name deleted and bound again moves in the namespace's order, which the replay cannot see
+            if node.id == "ANSWER" and not isinstance(node.ctx, ast.Load):
+                return None
+        elif isinstance(node, ast.AnnAssign):
+            return None  # annotations make __annotations__ where IPython's statement-by-statement run would
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _EARLY_GETATTR:
+            attr = node.args[1] if len(node.args) > 1 else None
+            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)) or attr.value in _EARLY_ATTRS:
+                return None
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+            if node.name and (node.name in _EARLY_NAMES or _EARLY_HISTORY.match(node.name)):
+                return None
+        elif isinstance(node, ast.MatchMapping):
+            if node.rest and (node.rest in _EARLY_NAMES or _EARLY_HISTORY.match(node.rest)):
                 return None
         elif isinstance(node, ast.Attribute):
             if node.attr in _EARLY_ATTRS:
@@ -1286,7 +1324,7 @@ def _early_code(raw, ns):
             if not all(_early_module(a.name) for a in node.names):
                 return None
         elif isinstance(node, ast.ImportFrom):
-            if node.level or not _early_module(node.module or "") or any(a.name == "*" for a in node.names):
+            if node.level or not _early_module(node.module or "") or any(a.name == "*" or a.name in _EARLY_ATTRS for a in node.names):
                 return None
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if node.name in _EARLY_NAMES or _EARLY_HISTORY.match(node.name):
@@ -1299,8 +1337,29 @@ def _early_code(raw, ns):
 
 
 def _early_module(name):
+    """True for a standard module an early cell may import: one that is
+    really the standard library's, not a file of the same name in the
+    session's folder or a package installed over it."""
     top = name.partition(".")[0]
-    return top in sys.stdlib_module_names and top not in _EARLY_DENIED
+    if top not in sys.stdlib_module_names or top in _EARLY_DENIED:
+        return False
+    mod = sys.modules.get(top)
+    spec = getattr(mod, "__spec__", None) if mod is not None else None
+    if spec is None:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec(top)
+        except Exception:
+            return False
+    if spec is None:
+        return False
+    if spec.origin in ("built-in", "frozen"):
+        return True
+    if not spec.origin:
+        return False
+    rel = os.path.relpath(os.path.realpath(spec.origin), _STDLIB_DIR)
+    return not rel.startswith(os.pardir) and rel.split(os.sep)[0] not in ("site-packages", "dist-packages")
 
 
 _SIMPLE_ATOMS = (int, float, str, bool, bytes, type(None))
@@ -1340,7 +1399,7 @@ class _EarlyCell:
 
     def __init__(self, n, raw, code):
         self.n, self.raw, self.code = n, raw, code
-        self.keys, self.shown, self.value, self.failed = (), False, None, False
+        self.keys, self.shown, self.value, self.failed = None, False, None, False
 
 
 _LATE = object()  # the value needs IPython's formatter
@@ -1368,6 +1427,14 @@ class _Early:
         cell = _EarlyCell(n, raw, code)
         self.cells.append(cell)
         ns = self.user_ns
+        try:
+            return self._run(cell, tree)
+        finally:
+            cell.keys = list(ns)
+
+    def _run(self, cell, tree):
+        n, code, ns = cell.n, cell.code, self.user_ns
+        ns.pop("__warningregistry__", None)  # as IPython's pre_execute does
         name = _ipy_code_name(code, n)
         linecache.cache[name] = (len(code), None, [l + "\n" for l in code.splitlines()], name)
         try:
@@ -1378,7 +1445,6 @@ class _Early:
             tail = compile(last, name, "eval") if last is not None else None
         except (SyntaxError, ValueError, OverflowError):
             cell.failed = True
-            cell.keys = list(ns)
             return n, "", sys.exc_info()
         try:
             exec(body, ns)
@@ -1393,8 +1459,6 @@ class _Early:
             cell.failed = True
             etype, evalue, tb = sys.exc_info()
             return n, "", (etype, evalue, tb.tb_next if tb is not None else tb)
-        finally:
-            cell.keys = list(ns)
 
 
 class _Loader(threading.Thread):
@@ -1491,28 +1555,41 @@ class _Lazy:
                 return self.early.count, "", None  # IPython does not count an empty cell
             early = _early_code(raw, self.user_ns)
             if early is not None and not self.ready():
+                # The cell's soft timeout must not cut the hand-over of the
+                # interpreter between the loader and the cell: it is held
+                # back while the lock changes hands, and raised after. The
+                # wait for the loader to reach a boundary is not the cell's
+                # time: the timer stops for it.
+                held, paused = _alarm_held(), _timer_paused()
+                held.__enter__()
+                paused.__enter__()
                 self.want.set()
                 self.resume.clear()
                 self.lock.acquire()
                 try:
+                    paused.__exit__(None, None, None)
+                    held.__exit__(None, None, None)
                     n, text, exc = self.early.run(raw, *early)
                 finally:
-                    self.lock.release()
-                    self.want.clear()
-                    self.resume.set()
+                    with _alarm_held():
+                        self.lock.release()
+                        self.want.clear()
+                        self.resume.set()
                 if text is _LATE:
                     text = self._late_value()
                 STATE["early"] = True
                 return n, text, exc
-            self.switch()
+            with _timer_paused():
+                self.switch()
         return self.real.run(raw)
 
     def _late_value(self):
         """IPython's text for the last early cell's value: the switch is made now."""
-        paused = signal.setitimer(signal.ITIMER_REAL, 0)[0]
-        try:
+        with _timer_paused():
             cell = self.early.cells[-1]
             self.switch(upto=cell)
+            if isinstance(self.real, StdlibShell):
+                return pretty(cell.value)  # IPython did not load; adopt stored the value
             ip, hook = self.real.shell, self.real.hook
             ip.execution_count = cell.n
             hook.text = ""
@@ -1520,9 +1597,6 @@ class _Lazy:
                 ip.displayhook(cell.value)
             ip.execution_count = cell.n + 1
             return hook.text
-        finally:
-            if paused > 0:
-                signal.setitimer(signal.ITIMER_REAL, paused)
 
     def switch(self, upto=None):
         """Make IPython's shell over the early namespace and replay the early cells' history."""
@@ -1554,8 +1628,9 @@ class _Lazy:
                     ns.clear()
                     ns.update((k, saved[k]) for k in self.early.base)
                     self.real = _make_ipython_shell(user_module=self.early.module)[0]
-                except ImportError as e:
+                except BaseException as e:
                     error = e
+                    self.real = None
                     ns.clear()
                     ns.update(saved)
             if error is not None:
@@ -1581,12 +1656,14 @@ class _Lazy:
         ns = self.user_ns
         prev = set(self.early.base) | set(_DRIVER_NAMES)
         for cell in self.early.cells:
+            ns.pop("__warningregistry__", None)  # IPython's pre_execute
+            prev.discard("__warningregistry__")
             ip.history_manager.store_inputs(cell.n, cell.code, cell.raw)
             ip.compile.cache(cell.code, cell.n, raw_code=cell.raw)
-            now = set(cell.keys)
+            now = set(cell.keys) if cell.keys is not None else prev
             for key in prev - now:
                 ns.pop(key, None)
-            for key in cell.keys:
+            for key in cell.keys or ():
                 if key not in prev:
                     ns[key] = saved.get(key)
             prev = now
@@ -1601,6 +1678,17 @@ class _Lazy:
 
 
 _DRIVER_NAMES = ("ANSWER", "_stdout", "_stderr", "exit", "quit")
+
+
+class _timer_paused:
+    """Stops the cell's soft timeout for the driver's own work, and starts what was left of it after."""
+
+    def __enter__(self):
+        self.left = signal.setitimer(signal.ITIMER_REAL, 0)[0]
+
+    def __exit__(self, *exc):
+        if self.left > 0:
+            signal.setitimer(signal.ITIMER_REAL, self.left)
 
 
 def _driver_names(ns, saved=None):
@@ -1822,8 +1910,28 @@ def _run_command(rid, command, timeout, cap):
 _timeout = [0.0]
 
 
+_alarm = {"held": False, "pending": False}
+
+
 def _on_alarm(signum, frame):
+    if _alarm["held"]:
+        _alarm["pending"] = True  # raised when the driver's critical step ends (_alarm_held)
+        return
     raise CellTimeout("cell exceeded its timeout of %gs; the namespace is kept" % _timeout[0])
+
+
+class _alarm_held:
+    """Holds the soft timeout back over a step of the driver's that must not be cut; raises it after."""
+
+    def __enter__(self):
+        _alarm["held"] = True
+
+    def __exit__(self, etype, value, tb):
+        _alarm["held"] = False
+        if _alarm["pending"]:
+            _alarm["pending"] = False
+            if etype is None:
+                raise CellTimeout("cell exceeded its timeout of %gs; the namespace is kept" % _timeout[0])
 
 
 def run_exec(shell, req):
@@ -1832,6 +1940,7 @@ def run_exec(shell, req):
     code = req.get("code") or ""
     STATE["answer"] = None
     STATE["early"] = False
+    _alarm["pending"] = False
     _point_fds()
     n0 = shell.next_count()
     with _cap_lock:

@@ -66,3 +66,27 @@ func TestPythonBrokenIPythonFallsBackToStdlib(t *testing.T) {
 		})
 	}
 }
+
+// TestPythonEarlyCellsTakeOnlyTheStandardLibrary: a file in the session's
+// folder named like a standard module is the user's code, so a cell that
+// imports it waits for IPython.
+func TestPythonEarlyCellsTakeOnlyTheStandardLibrary(t *testing.T) {
+	python := kerneltest.FindPython(t)
+	if exec.Command(python, "-c", "import IPython").Run() != nil {
+		testenv.SkipOrFail(t, "%s has no IPython (apt-get install python3-ipython)", python)
+	}
+	dir, err := os.MkdirTemp("", "ctxcode-shadow-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "graphlib.py"), []byte("SHADOW = True\n"), 0o644))
+	tr, err := kernel.NewLocalPython(python, false, kernel.LocalConfig{Dir: dir, Env: []string{"CTXCODE_IPYTHON_START=hold", "CTXCODE_TRACE_EARLY=1"}})
+	require.NoError(t, err)
+	k := kerneltest.NewRawKernel(t, tr)
+	res := k.Exec(t, "import statistics\nstatistics.median([3, 1, 2])", 0)
+	assert.Equal(t, true, res["early"], "a standard module")
+	assert.Equal(t, "2", res["value"])
+	res = k.Exec(t, "import graphlib\ngraphlib.SHADOW", 0)
+	assert.Equal(t, false, res["early"], "the session's own graphlib.py")
+	assert.Equal(t, "True", res["value"])
+}
