@@ -1231,7 +1231,7 @@ _EARLY_HISTORY = re.compile(r"^(_+|_\d+|_i+|_i\d+|_i00)$")
 _EARLY_ATTRS = frozenset(
     "chdir fchdir environ environb putenv unsetenv __globals__ __builtins__ f_globals f_locals f_back "
     "gi_frame cr_frame ag_frame tb_frame _getframe modules sys builtins __dict__ __self__ __traceback__ "
-    "__subclasses__ __closure__ __import__ __loader__ __spec__".split()
+    "__subclasses__ __closure__ __import__ __loader__ __spec__ __getattribute__ methodcaller attrgetter".split()
 )
 _EARLY_GETATTR = frozenset("getattr setattr delattr hasattr".split())
 # Standard modules whose state IPython sets or reads, or that run code on
@@ -1240,7 +1240,8 @@ _EARLY_DENIED = frozenset(
     "__future__ __main__ builtins sys importlib gc inspect warnings site atexit signal threading "
     "_thread concurrent multiprocessing asyncio faulthandler tracemalloc ctypes pdb bdb doctest "
     "unittest pydoc code codeop runpy readline rlcompleter tkinter turtle turtledemo idlelib gettext "
-    "locale logging trace traceback cProfile profile pty tty termios sched".split()
+    "locale logging trace traceback cProfile profile pty tty termios sched pickle pkgutil timeit "
+    "shelve zipimport".split()
 )
 _STDLIB_DIR = os.path.dirname(os.path.realpath(os.__file__))
 _EARLY_PROMPT = re.compile(r"^\s*(>>>|\.\.\.)( |$)|^(In \[\d+\]: |\s*\.\.\.+: )")
@@ -1283,7 +1284,7 @@ def _early_code(raw, ns):
             head = m.group(1)
             if not (head in ns or head in builtins.__dict__ or keyword.iskeyword(head)):
                 return None
-    calls_ok = set()
+    calls_ok, getattr_calls = set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
             first = node.args[0] if node.args else None
@@ -1298,6 +1299,8 @@ def _early_code(raw, ns):
                 return None
             if node.id == "open" and id(node) not in calls_ok:
                 return None
+            if node.id in _EARLY_GETATTR and id(node) not in getattr_calls:
+                return None  # getattr passed on: the attribute's name is not to be seen
             if isinstance(node.ctx, ast.Del):
                 return None  # a name deleted and bound again moves in the namespace's order, which the replay cannot see
             if node.id == "ANSWER" and not isinstance(node.ctx, ast.Load):
@@ -1305,6 +1308,7 @@ def _early_code(raw, ns):
         elif isinstance(node, ast.AnnAssign):
             return None  # annotations make __annotations__ where IPython's statement-by-statement run would
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _EARLY_GETATTR:
+            getattr_calls.add(id(node.func))
             attr = node.args[1] if len(node.args) > 1 else None
             if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)) or attr.value in _EARLY_ATTRS:
                 return None
@@ -1341,8 +1345,8 @@ def _early_module(name):
     really the standard library's, not a file of the same name in the
     session's folder or a package installed over it."""
     top = name.partition(".")[0]
-    if top not in sys.stdlib_module_names or top in _EARLY_DENIED:
-        return False
+    if top not in sys.stdlib_module_names or top in _EARLY_DENIED or top.startswith("_"):
+        return False  # (a module named _x is the C half of one, or private)
     mod = sys.modules.get(top)
     spec = getattr(mod, "__spec__", None) if mod is not None else None
     if spec is None:
@@ -1447,10 +1451,14 @@ class _Early:
             cell.failed = True
             return n, "", sys.exc_info()
         try:
-            exec(body, ns)
+            try:
+                _let_alarm()
+                exec(body, ns)
+                value = eval(tail, ns) if tail is not None else None
+            finally:
+                _alarm["held"] = True
             text = ""
             if tail is not None:
-                value = eval(tail, ns)
                 if value is not None and not _quiet(code):
                     cell.shown, cell.value = True, value
                     text = pretty(value) if _simple(value) else _LATE
@@ -1459,6 +1467,16 @@ class _Early:
             cell.failed = True
             etype, evalue, tb = sys.exc_info()
             return n, "", (etype, evalue, tb.tb_next if tb is not None else tb)
+
+
+_EXEC_MODULE = """
+def exec_module(loader, module):
+    if lazy.want.is_set() and threading.get_ident() == me and safe(module.__name__):
+        lazy.lock.release()
+        lazy.resume.wait()
+        lazy.lock.acquire()
+    return original(loader, module)
+"""
 
 
 class _Loader(threading.Thread):
@@ -1483,13 +1501,13 @@ class _Loader(threading.Thread):
         original = basics.__dict__["exec_module"]
         me = threading.get_ident()
 
-        def exec_module(loader, module):
-            if lazy.want.is_set() and threading.get_ident() == me and _Loader._safe(module.__name__):
-                lazy.lock.release()
-                lazy.resume.wait()
-                lazy.lock.acquire()
-            return original(loader, module)
-
+        # Every thread's imports pass through the wrapper. Its code is named
+        # like importlib's bootstrap, which warnings skip when they count
+        # stack levels, so a module that warns as it is imported names the
+        # importing cell as it would without the wrapper.
+        scope = {"lazy": lazy, "me": me, "original": original, "threading": threading, "safe": _Loader._safe}
+        exec(compile(_EXEC_MODULE, "<ctxcode importlib._bootstrap_external wrapper>", "exec"), scope)
+        exec_module = scope["exec_module"]
         lazy.lock.acquire()
         basics.exec_module = exec_module
         try:
@@ -1556,27 +1574,28 @@ class _Lazy:
             early = _early_code(raw, self.user_ns)
             if early is not None and not self.ready():
                 # The cell's soft timeout must not cut the hand-over of the
-                # interpreter between the loader and the cell: it is held
-                # back while the lock changes hands, and raised after. The
+                # interpreter between the loader and the cell, nor the early
+                # shell's bookkeeping: it is held back over all of it but the
+                # cell's own code (_Early._run lets it through there). The
                 # wait for the loader to reach a boundary is not the cell's
                 # time: the timer stops for it.
-                held, paused = _alarm_held(), _timer_paused()
-                held.__enter__()
-                paused.__enter__()
-                self.want.set()
-                self.resume.clear()
-                self.lock.acquire()
+                _alarm["held"] = True
                 try:
-                    paused.__exit__(None, None, None)
-                    held.__exit__(None, None, None)
-                    n, text, exc = self.early.run(raw, *early)
-                finally:
-                    with _alarm_held():
+                    with _timer_paused():
+                        self.want.set()
+                        self.resume.clear()
+                        self.lock.acquire()
+                    try:
+                        n, text, exc = self.early.run(raw, *early)
+                    finally:
                         self.lock.release()
                         self.want.clear()
                         self.resume.set()
+                finally:
+                    _alarm["held"] = _alarm["pending"] = False
                 if text is _LATE:
-                    text = self._late_value()
+                    # (a child forked by the cell has no loader: its output is dropped anyway)
+                    text = self._late_value() if os.getpid() == MAIN_PID else ""
                 STATE["early"] = True
                 return n, text, exc
             with _timer_paused():
@@ -1920,6 +1939,14 @@ def _on_alarm(signum, frame):
     raise CellTimeout("cell exceeded its timeout of %gs; the namespace is kept" % _timeout[0])
 
 
+def _let_alarm():
+    """Let the soft timeout through again (raising it now if it came while held)."""
+    _alarm["held"] = False
+    if _alarm["pending"]:
+        _alarm["pending"] = False
+        raise CellTimeout("cell exceeded its timeout of %gs; the namespace is kept" % _timeout[0])
+
+
 class _alarm_held:
     """Holds the soft timeout back over a step of the driver's that must not be cut; raises it after."""
 
@@ -1948,9 +1975,9 @@ def run_exec(shell, req):
         _cell_running.set()
     started = time.monotonic()
     signal.signal(signal.SIGALRM, _on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
         try:
+            signal.setitimer(signal.ITIMER_REAL, timeout)
             n, value, exc = shell.run(code)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)

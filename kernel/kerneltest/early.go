@@ -118,6 +118,7 @@ var EarlyLateValues = []string{
 	"True.__class__",
 	"{'a': 1, 'b': 2}.keys()",
 	"2**1000",
+	"import os\npid = os.fork()\nif pid == 0:\n    print('child')\nelse:\n    os.waitpid(pid, 0)\nrange(3)",
 }
 
 // EarlyNearMisses are cells the driver must leave to IPython: each is run
@@ -133,6 +134,8 @@ var EarlyNearMisses = []string{
 	"del x", "x = 1\n'note'\ny = 2", "if False:\n    n: int = 1", "try:\n    1/0\nexcept ZeroDivisionError as _:\n    pass",
 	"x is 1", "y = [(1, 2) (3, 4)]", "from os import chdir", "getattr(os, 'chdir')", "getattr(os, 'ch' + 'dir')",
 	"os.sys.version_info[0]", "sorted(len.__self__.__dict__)[:2]", "import traceback", "ANSWER = 1", "_stdout",
+	"g = getattr\ng(os, 'chdir')", "os.__getattribute__('chdir')", "import operator\noperator.attrgetter('sys')(os)",
+	"import pickle", "import _warnings", "import timeit",
 }
 
 func earlySessions() []EarlySession {
