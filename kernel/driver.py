@@ -958,7 +958,11 @@ class StdlibShell:
         mod = types.ModuleType("__main__")
         sys.modules["__main__"] = mod
         self.ns = self.user_ns = mod.__dict__
-        self.ns.update({"__builtins__": builtins, "In": [""], "Out": {}, "display": display})
+        self.ns["__builtins__"] = builtins
+        self._history_names()
+
+    def _history_names(self):
+        self.ns.update({"In": [""], "Out": {}, "display": display})
         self.ns.update({"_": "", "__": "", "___": "", "_i": "", "_ii": "", "_iii": ""})
 
     def _display(self, value, n):
@@ -984,8 +988,7 @@ class StdlibShell:
         self = cls.__new__(cls)
         self.ns = self.user_ns = early.user_ns
         self.ns.pop("__builtin__", None)
-        self.ns.update({"In": [""], "Out": {}, "display": display})
-        self.ns.update({"_": "", "__": "", "___": "", "_i": "", "_ii": "", "_iii": ""})
+        self._history_names()
         for c in early.cells:
             self._remember(c.n, c.raw)
             if c.shown:
@@ -1173,6 +1176,13 @@ _IPY_DOC = "Automatically created module for IPython interactive environment"
 _IPY_MODULES = ("IPython.core.interactiveshell", "IPython.core.completer", "IPython.core.magics", "IPython.core.displayhook", "traitlets.config")
 
 
+def _import_ipython():
+    import importlib
+
+    for name in _IPY_MODULES:
+        importlib.import_module(name)
+
+
 def _ipython_version():
     """IPython's version, read from its release file without importing it; None if it is not installed."""
     import importlib.util
@@ -1231,6 +1241,15 @@ _EARLY_NAMES = frozenset(
     "__file__ __cached__ __annotations__ __warningregistry__ _stdout _stderr".split()
 )
 _EARLY_HISTORY = re.compile(r"^(_+|_\d+|_i+|_i\d+|_i00)$")
+
+
+def _reserved(name):
+    """A name IPython's namespace or builtins give a meaning the early one lacks."""
+    return name in _EARLY_NAMES or _EARLY_HISTORY.match(name) is not None
+
+
+# Nodes that bind their name (.name, or .rest for a mapping pattern).
+_EARLY_BINDERS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs, ast.MatchStar, ast.MatchMapping)
 # Attributes that reach the process's state IPython reads as it starts, or frames.
 _EARLY_ATTRS = frozenset(
     "chdir fchdir environ environb putenv unsetenv __globals__ __builtins__ f_globals f_locals f_back "
@@ -1288,45 +1307,36 @@ def _early_code(raw, ns):
             head = m.group(1)
             if not (head in ns or head in builtins.__dict__ or keyword.iskeyword(head)):
                 return None
-    calls_ok, getattr_calls = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
-            first = node.args[0] if node.args else None
-            if isinstance(first, ast.JoinedStr) or (isinstance(first, ast.Constant) and isinstance(first.value, str)):
-                calls_ok.add(id(node.func))  # a path: IPython's open() refuses only fds 0, 1 and 2
     for stmt in tree.body[:-1]:
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
             return None  # IPython compiles it alone, as a docstring that sets __doc__
+    called = set()  # open and getattr as called here (ast.walk meets a call before its function's name)
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
-            if node.id in _EARLY_NAMES or _EARLY_HISTORY.match(node.id):
+            if _reserved(node.id):
                 return None
-            if node.id == "open" and id(node) not in calls_ok:
-                return None
-            if node.id in _EARLY_GETATTR and id(node) not in getattr_calls:
-                return None  # getattr passed on: the attribute's name is not to be seen
+            if (node.id == "open" or node.id in _EARLY_GETATTR) and id(node) not in called:
+                return None  # passed on, or called with what cannot be seen
             if isinstance(node.ctx, ast.Del):
                 return None  # a name deleted and bound again moves in the namespace's order, which the replay cannot see
             if node.id == "ANSWER" and not isinstance(node.ctx, ast.Load):
                 return None
         elif isinstance(node, ast.AnnAssign):
             return None  # annotations make __annotations__ where IPython's statement-by-statement run would
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _EARLY_GETATTR:
-            getattr_calls.add(id(node.func))
-            attr = node.args[1] if len(node.args) > 1 else None
-            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)) or attr.value in _EARLY_ATTRS:
-                return None
-        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
-            if node.name and (node.name in _EARLY_NAMES or _EARLY_HISTORY.match(node.name)):
-                return None
-        elif isinstance(node, ast.MatchMapping):
-            if node.rest and (node.rest in _EARLY_NAMES or _EARLY_HISTORY.match(node.rest)):
-                return None
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id == "open":
+                first = node.args[0] if node.args else None
+                if isinstance(first, ast.JoinedStr) or (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+                    called.add(id(node.func))  # a path: IPython's open() refuses only fds 0, 1 and 2
+            elif node.func.id in _EARLY_GETATTR:
+                attr = node.args[1] if len(node.args) > 1 else None
+                if isinstance(attr, ast.Constant) and isinstance(attr.value, str) and attr.value not in _EARLY_ATTRS:
+                    called.add(id(node.func))
         elif isinstance(node, ast.Attribute):
             if node.attr in _EARLY_ATTRS:
                 return None
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            if any(name in _EARLY_NAMES or _EARLY_HISTORY.match(name) for name in node.names):
+            if any(_reserved(name) for name in node.names):
                 return None
         elif isinstance(node, ast.Import):
             if not all(_early_module(a.name) for a in node.names):
@@ -1334,12 +1344,12 @@ def _early_code(raw, ns):
         elif isinstance(node, ast.ImportFrom):
             if node.level or not _early_module(node.module or "") or any(a.name == "*" or a.name in _EARLY_ATTRS for a in node.names):
                 return None
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node.name in _EARLY_NAMES or _EARLY_HISTORY.match(node.name):
-                return None
         elif isinstance(node, ast.alias):
-            bound = node.asname or node.name.partition(".")[0]
-            if bound in _EARLY_NAMES or _EARLY_HISTORY.match(bound):
+            if _reserved(node.asname or node.name.partition(".")[0]):
+                return None
+        elif isinstance(node, _EARLY_BINDERS):
+            bound = node.rest if isinstance(node, ast.MatchMapping) else node.name
+            if bound and _reserved(bound):
                 return None
     return code, tree
 
@@ -1515,10 +1525,7 @@ class _Loader(threading.Thread):
         lazy.lock.acquire()
         basics.exec_module = exec_module
         try:
-            import importlib
-
-            for name in _IPY_MODULES:
-                importlib.import_module(name)
+            _import_ipython()
         except BaseException as e:
             self.error = e
         finally:
@@ -1631,10 +1638,7 @@ class _Lazy:
         else:
             error = None
             try:
-                import importlib
-
-                for name in _IPY_MODULES:
-                    importlib.import_module(name)
+                _import_ipython()
             except BaseException as e:
                 error = e
         ns = self.user_ns
@@ -1936,11 +1940,15 @@ _timeout = [0.0]
 _alarm = {"held": False, "pending": False}
 
 
+def _timeout_error():
+    return CellTimeout("cell exceeded its timeout of %gs; the namespace is kept" % _timeout[0])
+
+
 def _on_alarm(signum, frame):
     if _alarm["held"]:
-        _alarm["pending"] = True  # raised when the driver's critical step ends (_alarm_held)
+        _alarm["pending"] = True  # raised when the cell's own code runs again (_let_alarm), else dropped
         return
-    raise CellTimeout("cell exceeded its timeout of %gs; the namespace is kept" % _timeout[0])
+    raise _timeout_error()
 
 
 def _let_alarm():
@@ -1948,21 +1956,7 @@ def _let_alarm():
     _alarm["held"] = False
     if _alarm["pending"]:
         _alarm["pending"] = False
-        raise CellTimeout("cell exceeded its timeout of %gs; the namespace is kept" % _timeout[0])
-
-
-class _alarm_held:
-    """Holds the soft timeout back over a step of the driver's that must not be cut; raises it after."""
-
-    def __enter__(self):
-        _alarm["held"] = True
-
-    def __exit__(self, etype, value, tb):
-        _alarm["held"] = False
-        if _alarm["pending"]:
-            _alarm["pending"] = False
-            if etype is None:
-                raise CellTimeout("cell exceeded its timeout of %gs; the namespace is kept" % _timeout[0])
+        raise _timeout_error()
 
 
 def run_exec(shell, req):

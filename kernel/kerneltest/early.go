@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -94,7 +93,7 @@ var EarlySessions = []EarlySession{
 		early("   \n"),
 		early(""),
 		early("d = {'x': 1}\nd"),
-		early("import time\ntime.sleep(5)"),
+		{Code: "import time\ntime.sleep(5)", Early: true, TimeoutMS: 300},
 		early("d"),
 	}},
 	{"IPython's history names after early values", []EarlyCell{
@@ -230,14 +229,7 @@ func EarlyParity(t *testing.T, start func(t *testing.T, env []string) *RawKernel
 				var got []map[string]any
 				switched := false
 				for i, c := range s.Cells {
-					timeout := c.TimeoutMS
-					if timeout == 0 && c.Code == "import time\ntime.sleep(5)" {
-						timeout = 300
-					}
-					res := k.Exec(t, c.Code, timeout)
-					if os.Getenv("EARLY_DEBUG") != "" {
-						t.Logf("%s %d %v %q", mode, i, res["early"], fmt.Sprint(res["value"], res["error"]))
-					}
+					res := k.Exec(t, c.Code, c.TimeoutMS)
 					switched = switched || !c.Early
 					if mode == "hold" {
 						assert.Equal(t, !switched, res["early"], "cell %d %q: ran early", i, c.Code)
