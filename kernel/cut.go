@@ -12,7 +12,7 @@ import (
 // the session's output budget, a note that quotes an error. The middle
 // goes; the head and the tail stay, because output says what it is at its
 // start and how it ended at its end. The rule (the Python driver's
-// _join_capped in driver.py follows it too):
+// join_capped in kernel/pydriver/capture.py follows it too):
 //
 //   - the head ends after its last newline when that newline lies in the
 //     head's second half, else on a whole UTF-8 character;

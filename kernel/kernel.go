@@ -33,10 +33,11 @@
 //   - ANSWER(value) is pre-bound in every kernel: it records the JSON form of
 //     value and ends the cell with status "ok".
 //
-// Two kernels ship: Python (the embedded driver.py, run as python3 -u -c, with
-// IPython when importable and a standard-library equivalent otherwise) and Go
-// (yaegi, served by the ctxcode binary itself). Neither is a security
-// boundary; isolation comes from the sandbox.
+// Two kernels ship: Python (the embedded driver package kernel/pydriver, run
+// as python3 -u -c DriverSource(), with IPython when importable and a
+// standard-library equivalent otherwise) and Go (yaegi, served by the ctxcode
+// binary itself). Neither is a security boundary; isolation comes from the
+// sandbox.
 package kernel
 
 import (

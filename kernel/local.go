@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -14,19 +13,6 @@ import (
 	"syscall"
 	"time"
 )
-
-//go:embed driver.py
-var driverSource string
-
-// DriverSource is the Python kernel driver. Run it as
-// python3 -u -c DriverSource; it needs nothing but the standard library.
-func DriverSource() string { return driverSource }
-
-// PythonArgv is the command line that starts the Python driver with the
-// given interpreter.
-func PythonArgv(python string) []string {
-	return []string{python, "-u", "-c", driverSource}
-}
 
 // LocalConfig describes a kernel process on this host.
 type LocalConfig struct {

@@ -86,15 +86,14 @@ func BenchmarkDockerCell(b *testing.B) {
 
 // BenchmarkDockerColdStart: create + start + kernel ready + first result
 // (the removal after it is not timed), beside `docker run --rm --network none
-// IMAGE python3 -c pass`, on the driver's paths: IPython loading in the
-// background (the default), IPython imported before the first answer
-// (eager, as before), and the stdlib path.
+// IMAGE python3 -c pass`, on the driver's two shells: IPython (imported
+// before the first answer) and the stdlib path.
 func BenchmarkDockerColdStart(b *testing.B) {
 	for _, path := range []struct {
 		name      string
 		noIPython bool
 		env       []string
-	}{{"ipython", false, nil}, {"ipython-eager", false, []string{"CTXCODE_IPYTHON_START=eager"}}, {"stdlib", true, nil}} {
+	}{{"ipython", false, nil}, {"stdlib", true, nil}} {
 		b.Run(path.name, func(b *testing.B) {
 			cli := newDockerClient(b)
 			cfg := testConfig(b)

@@ -1,0 +1,76 @@
+"""The soft timeout of a cell: SIGALRM, raised only inside the cell's own code.
+
+arm(seconds, in_cell) starts the cell's timer; disarm() stops it. When it
+fires, CellTimeout is raised in the main thread, but only where a frame of
+the cell's own code (in_cell says which file names are cells') is on the
+stack: in the cell, in a function it called, in a library it is in; or
+an asyncio loop runs (a top-level await: the cell's coroutine is
+suspended in it, off the stack, and the loop is ended). When
+the interpreter is in the driver's or IPython's own bookkeeping before or
+after the cell's code (compiling, storing history, the display of a
+value outside the cell's frames), the timeout is put off by a few
+milliseconds until that ends, so that it never leaves the shell half-way
+through its own work; the disarm at the end of the cell drops it. What is
+left after a timeout is the namespace as the cell left it.
+
+A cell that never returns to Python (a C loop) is not interrupted here;
+the client's hard deadline kills the kernel.
+"""
+
+import signal
+
+
+class CellTimeout(BaseException):
+    """Raised inside a cell by the soft timeout."""
+
+
+_RETRY = 0.005  # seconds: how soon a put-off timeout tries again
+_LOOP_RUNS = ("run_until_complete", "run_forever")
+
+
+def _asyncio_file(filename):
+    return "/asyncio/" in filename
+
+
+class _Timer:
+    def __init__(self):
+        self.armed = False
+        self.seconds = 0.0
+        self.in_cell = None
+
+    def error(self):
+        return CellTimeout("cell exceeded its timeout of %gs; the namespace is kept" % self.seconds)
+
+    def on_alarm(self, signum, frame):
+        if not self.armed:
+            return  # a signal that came as the cell ended
+        f = frame
+        while f is not None:
+            code = f.f_code
+            if self.in_cell(code.co_filename) or (code.co_name in _LOOP_RUNS and _asyncio_file(code.co_filename)):
+                self.armed = False
+                raise self.error()
+            f = f.f_back
+        signal.setitimer(signal.ITIMER_REAL, _RETRY)
+
+
+_timer = _Timer()
+
+
+def arm(seconds, in_cell):
+    """Start the cell's soft timeout of seconds; in_cell(filename) says
+    whether a frame's code is the cell's."""
+    _timer.seconds, _timer.in_cell = seconds, in_cell
+    signal.signal(signal.SIGALRM, _timer.on_alarm)  # a cell may have set its own
+    _timer.armed = True
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+def disarm():
+    """Stop the timer; an alarm already on its way is dropped."""
+    _timer.armed = False
+    signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def fired(exc_type):
+    return exc_type is not None and issubclass(exc_type, CellTimeout)
