@@ -422,13 +422,15 @@ func TestPythonProtocolSurvivesAbuse(t *testing.T) {
 			// A thread that prints after its cell ended.
 			runOK(t, k, "import threading, time\n"+
 				"def spam():\n    for i in range(200):\n        print('noise', i, '{\"id\": 99}')\n        time.sleep(0.002)\n"+
-				"threading.Thread(target=spam, daemon=True).start()")
+				"spammer = threading.Thread(target=spam, daemon=True)\nspammer.start()")
 			for i := range 5 {
 				res := runOK(t, k, fmt.Sprintf("%d * 2", i))
 				assert.Equal(t, strconv.Itoa(i*2), res.Value)
 			}
-			runOK(t, k, "time.sleep(0.5)")
-			assert.Equal(t, "'ok'", runOK(t, k, "'ok'").Value)
+			runOK(t, k, "spammer.join()") // the thread's end, not a sleep long enough for it
+			res = runOK(t, k, "'ok'")
+			assert.Equal(t, "'ok'", res.Value)
+			assert.Empty(t, res.Stdout, "nothing of the thread after its end")
 
 			// Bytes that are not UTF-8.
 			res = runOK(t, k, "os.write(1, b'bad \\xff\\xfe bytes\\n');")

@@ -1,0 +1,82 @@
+package kernel
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The races of issue 19, each first reproduced on the driver that had them.
+
+// TestPythonStdoutComesBackInFreshKernels: a cell that closes fd 1, or
+// sys.stdout, right after the kernel's start leaves the next cell's print
+// working. The driver that answered before IPython had loaded lost this
+// output or died in about half of such kernels under load: its loader
+// thread, importing, took the free fd 1 for a module file, and the next
+// cell's set-up re-pointed it.
+func TestPythonStdoutComesBackInFreshKernels(t *testing.T) {
+	for _, f := range flavours(t) {
+		t.Run(f.name, func(t *testing.T) {
+			for range 6 {
+				k := startPython(t, f, LocalConfig{})
+				assert.Equal(t, StatusOK, run(t, k, "import os; os.close(1)").Status)
+				assert.Equal(t, "back\n", runOK(t, k, "print('back')").Stdout)
+				runOK(t, k, "import sys; sys.stdout.close()")
+				assert.Equal(t, "again\n", runOK(t, k, "print('again')").Stdout)
+				assert.Equal(t, StatusOK, run(t, k, "import os; os.close(2)").Status)
+				assert.Equal(t, "err\n", runOK(t, k, "import sys; print('err', file=sys.stderr)").Stderr)
+				require.NoError(t, k.Close())
+			}
+		})
+	}
+}
+
+// TestPythonOutputBetweenCellsIsNoCells: what a thread or a child process
+// of an earlier cell writes after that cell ended and before the next one
+// began belongs to neither (it used to land in the next cell's stdout).
+// The writers wait for a file the test makes once the cell has returned,
+// and say they have written by making another: no sleep decides anything.
+func TestPythonOutputBetweenCellsIsNoCells(t *testing.T) {
+	for _, f := range flavours(t) {
+		t.Run(f.name, func(t *testing.T) {
+			dir := sharedDir(t)
+			k := startPython(t, f, LocalConfig{Dir: dir})
+			runOK(t, k, `import os, subprocess, sys, threading, time
+def later():
+    while not os.path.exists('go'):
+        time.sleep(0.005)
+    print('thread between')
+    print('thread between, stderr', file=sys.stderr)
+    open('thread-wrote', 'w').close()
+threading.Thread(target=later, daemon=True).start()
+subprocess.Popen(['/bin/sh', '-c', 'while [ ! -e go ]; do sleep 0.01; done; echo child between; echo child err >&2; touch child-wrote'])
+print('in the cell')`)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
+			for _, marker := range []string{"thread-wrote", "child-wrote"} {
+				require.Eventually(t, func() bool {
+					_, err := os.Stat(filepath.Join(dir, marker))
+					return err == nil
+				}, 20*time.Second, 5*time.Millisecond, "the writer never said it wrote (%s)", marker)
+			}
+			res := runOK(t, k, "print('next'); 1")
+			assert.Equal(t, "next\n", res.Stdout)
+			assert.Empty(t, res.Stderr)
+			assert.Equal(t, "1", res.Value)
+		})
+	}
+}
+
+// sharedDir is a session folder the kernel's user (nobody, when the tests
+// run as root) can write and the test can read.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ctxcode-shared-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o777))
+	return dir
+}
