@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,6 +35,9 @@ type flavour struct {
 }
 
 func canImport(python string, modules ...string) bool {
+	if len(modules) == 0 {
+		return true
+	}
 	args := []string{"-c", "import " + strings.Join(modules, ", ")}
 	return exec.Command(python, args...).Run() == nil
 }
@@ -62,8 +67,11 @@ func findPython(modules ...string) (string, bool) {
 	return "", false
 }
 
-// flavours returns the IPython and stdlib ways of running the driver. The
-// IPython one is skipped (failed in CI) when no interpreter has IPython.
+// flavours returns the IPython and stdlib ways of running the driver, and
+// the same on the oldest supported interpreter this machine has (see
+// oldestPython), so that every test that takes them is the protocol
+// battery of that interpreter too. The IPython one is skipped (failed in
+// CI) when no interpreter has IPython.
 func flavours(t *testing.T, modules ...string) []flavour {
 	t.Helper()
 	var fs []flavour
@@ -72,12 +80,121 @@ func flavours(t *testing.T, modules ...string) []flavour {
 	} else if testenv.Strict() {
 		t.Fatalf("no python3 with IPython %v on this machine (apt-get install python3-ipython)", modules)
 	}
-	if p, ok := findPython(modules...); ok {
-		fs = append(fs, flavour{name: "stdlib", python: p, noIPython: true})
-	} else {
+	p, ok := findPython(modules...)
+	if !ok {
 		skipOrFail(t, "no python3 with %v on this machine", modules)
 	}
-	return fs
+	fs = append(fs, flavour{name: "stdlib", python: p, noIPython: true})
+	old := oldestPython(t)
+	if old.path == "" || old.version == pythonVersion(p) || !canImport(old.path, modules...) {
+		return fs
+	}
+	name := "python" + old.version
+	if canImport(old.path, append([]string{"IPython"}, modules...)...) {
+		fs = append(fs, flavour{name: name + "-ipython", python: old.path})
+	}
+	return append(fs, flavour{name: name + "-stdlib", python: old.path, noIPython: true})
+}
+
+// interpreter is a Python found on this machine, and its version ("3.9").
+type interpreter struct {
+	path    string
+	version string
+	minor   int
+}
+
+var interpreters = sync.OnceValue(func() []interpreter {
+	var paths []string
+	root := os.Getenv("PYENV_ROOT")
+	if root == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			root = filepath.Join(home, ".pyenv")
+		}
+	}
+	if root != "" {
+		found, _ := filepath.Glob(filepath.Join(root, "versions", "*", "bin", "python3"))
+		paths = append(paths, found...)
+	}
+	for minor := 6; minor <= 14; minor++ {
+		if p, err := exec.LookPath(fmt.Sprintf("python3.%d", minor)); err == nil {
+			paths = append(paths, p)
+		}
+	}
+	var out []interpreter
+	seen := map[string]bool{}
+	for _, p := range paths {
+		v := pythonVersion(p)
+		var major, minor int
+		if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil || major != 3 || seen[v] {
+			continue
+		}
+		seen[v] = true
+		out = append(out, interpreter{p, v, minor})
+	}
+	slices.SortFunc(out, func(a, b interpreter) int { return a.minor - b.minor })
+	return out
+})
+
+// pythonVersion is "3.N" for the interpreter at path, "" if it does not run.
+func pythonVersion(path string) string {
+	out, err := exec.Command(path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// minMinor is N of MinPython, 3.N.
+func minMinor() int {
+	var n int
+	_, _ = fmt.Sscanf(MinPython, "3.%d", &n)
+	return n
+}
+
+// oldestPython is the oldest interpreter of at least MinPython found here
+// (pyenv's versions, python3.N on PATH). In CI the minimum itself must be
+// there: the README promises it.
+func oldestPython(t *testing.T) interpreter {
+	t.Helper()
+	for _, in := range interpreters() {
+		if in.minor < minMinor() {
+			continue
+		}
+		if in.minor != minMinor() && testenv.Strict() {
+			t.Fatalf("no CPython %s on this machine, the oldest the driver supports (the oldest found is %s at %s): pyenv install %s", MinPython, in.version, in.path, MinPython)
+		}
+		return in
+	}
+	if testenv.Strict() {
+		t.Fatalf("no CPython %s or later found by pyenv or as python3.N on PATH: pyenv install %s", MinPython, MinPython)
+	}
+	return interpreter{}
+}
+
+// TestPythonRefusesOldInterpreters: an interpreter older than MinPython
+// is refused at start with a message that says what to do, not with a
+// syntax error or a traceback.
+func TestPythonRefusesOldInterpreters(t *testing.T) {
+	var old []interpreter
+	for _, in := range interpreters() {
+		if in.minor < minMinor() {
+			old = append(old, in)
+		}
+	}
+	if len(old) == 0 {
+		t.Skip("no Python 3 older than " + MinPython + " here (pyenv install 3.8 to run this test)")
+	}
+	for _, in := range old {
+		t.Run(in.version, func(t *testing.T) {
+			tr, err := NewLocalPython(in.path, true, LocalConfig{})
+			require.NoError(t, err)
+			_, err = Start(context.Background(), Python, tr, ClientOptions{StartTimeout: 30 * time.Second})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "needs CPython "+MinPython+" or later")
+			assert.Contains(t, err.Error(), "is Python "+in.version)
+			assert.NotContains(t, err.Error(), "Traceback")
+		})
+	}
 }
 
 func startPython(t testing.TB, f flavour, cfg LocalConfig) *Client {
