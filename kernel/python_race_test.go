@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -79,4 +81,35 @@ func sharedDir(t *testing.T) string {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	require.NoError(t, os.Chmod(dir, 0o777))
 	return dir
+}
+
+// TestPythonSoftTimeoutNeverCutsTheShell: a soft timeout that comes while
+// the shell does its own work around a cell (IPython compiling it, storing
+// its history, showing its value) waits for the cell's own code, so every
+// cell is counted once and the history stays whole, however short the
+// timeout.
+func TestPythonSoftTimeoutNeverCutsTheShell(t *testing.T) {
+	for _, f := range flavours(t) {
+		t.Run(f.name, func(t *testing.T) {
+			k := startPython(t, f, LocalConfig{})
+			const cells = 120
+			statuses := map[Status]int{}
+			for i := range cells {
+				code := fmt.Sprintf("x%d = sum(range(%d))\nx%d", i, 20000*(i%7), i)
+				res, err := k.Execute(context.Background(), code, ExecOptions{Timeout: time.Duration(1+i%3) * time.Millisecond})
+				require.NoError(t, err, "cell %d", i)
+				require.Equal(t, i+1, res.Count, "cell %d is counted once: %+v", i, res)
+				statuses[res.Status]++
+				if res.Status == StatusTimeout {
+					assert.Contains(t, res.Error.Value, "cell exceeded its timeout")
+				} else {
+					require.Equal(t, StatusOK, res.Status, "%+v", res.Error)
+				}
+			}
+			res := runOK(t, k, "len(In), sorted(k for k in Out if k <= 3)[:1], 6 * 7")
+			assert.Equal(t, fmt.Sprintf("(%d, [1], 42)", cells+2), res.Value, "In holds \"\", every cell and this one")
+			assert.Equal(t, cells+1, res.Count)
+			t.Logf("%d cells: %v", cells, statuses)
+		})
+	}
 }
