@@ -182,8 +182,10 @@ type Result struct {
 	// of Run) to its end, so the kernel start, the prefix build, the model
 	// calls and the cells.
 	Wall time.Duration
-	// Setup is the part of Wall before the first model call: the kernel
-	// start (from Session.Started) and the prefix build.
+	// Setup is the part of Wall until the kernel had started (from
+	// Session.Started) and the prefix was built. It comes before the first
+	// model call, or, when that call went out at once (Session.Start,
+	// Session.Cached), it overlaps it.
 	Setup time.Duration
 	// Model is the part of Wall spent in model calls, the retries and the
 	// waits between them included (the sum of llm.Reply.Latency).
@@ -197,7 +199,29 @@ type Result struct {
 	// it died: a death with no restart left is not a restart).
 	Restarts int
 	Err      error // the cause, for ModelFailed and KernelFailed
+	// Built is the prefix as this run built it, its live cells, for the
+	// caller to keep; nil when Session.Cells was given or the build failed.
+	Built []session.Cell
+	// Cache says what became of Session.Cached: CacheVerified, CacheStale,
+	// or "" without cached cells.
+	Cache CacheUse
+	// Discarded counts the model calls whose replies were thrown away
+	// unread, sent over cached prefix cells the live build did not match.
+	// Their tokens are in Usage (and in the prompt budget) and in
+	// DiscardedUsage; they are not in Turns, which counts the calls the
+	// run used.
+	Discarded      int
+	DiscardedUsage llm.Usage
 }
+
+// CacheUse is what became of a run's cached prefix cells.
+type CacheUse string
+
+// Uses of cached cells.
+const (
+	CacheVerified CacheUse = "verified" // the live cells rendered the same: the first reply was used
+	CacheStale    CacheUse = "stale"    // they did not: the first reply was discarded and the request sent again
+)
 
 // Verdict is how a graded answer counts.
 type Verdict string
@@ -253,13 +277,37 @@ func (r *Result) SetGrade(correct bool, reason string) *Grade {
 // Session is where a run works: a kernel, the prefix and its built cells;
 // for condition A (the cli protocol), a kernel that serves the shell op,
 // the skill document and the data folder, and no prefix.
+//
+// A run need not wait for its kernel to send its first request (DESIGN.md,
+// "Starting fast without pretending"): with Start instead of Kernel, Run
+// starts the kernel in the background, and so it builds the prefix when
+// Cells is nil. The first request then goes out at once when it needs no
+// kernel: in cli, and with Cached cells, an earlier build of the prefix.
+// Before the model's first cell runs, Run waits for the kernel and the
+// live prefix, and the first request rendered over the live cells must be
+// byte for byte the one that was sent over the cached ones; if it is not,
+// the reply is discarded unread, counted (Result.Discarded, its tokens in
+// Result.Usage) and the request sent again over the live cells. Every
+// output the model reads is real.
 type Session struct {
+	// Kernel runs the cells; nil with Start.
 	Kernel kernel.Kernel
+	// Start, when Kernel is nil, gives the kernel the run works in: it
+	// starts one (or restarts one the caller keeps), blocking until it
+	// answers. Run calls it once, in a goroutine of its own that it waits
+	// for before it returns, and sets Kernel to what it returned (also when
+	// Run fails after it, so the caller can close it). When Start fails it
+	// leaves nothing to close, and Kernel stays nil.
+	Start func(ctx context.Context) (kernel.Kernel, error)
 	// Prefix is the prefix of the bare, eval and transcript protocols; nil
 	// for cli.
 	Prefix *prefixes.Prefix
 	// Cells is the built prefix; Run builds it in Kernel when nil.
 	Cells []session.Cell
+	// Cached is an earlier build of Prefix (a cache entry), for a run that
+	// builds it (Cells nil): the first request is sent over these cells
+	// while the live build runs, and checked against it as said above.
+	Cached []session.Cell
 	// Skill is the skill document of the cli protocol (condition A); Run
 	// writes it with prefixes.SkillDocument(DataDir) when empty.
 	Skill string
@@ -287,11 +335,11 @@ type Observer interface {
 
 // Run asks model the question in s, in the mode of cfg.Protocol, and
 // returns what happened. Failures of the model, the kernel or the budgets
-// are a Result's Status; the error is for a cancelled context, a prefix
-// that does not build, and a session that does not fit the protocol (a
-// cli session without a kernel that serves the shell op, or without its
-// data folder; a prefix missing, or given to cli), found before anything
-// runs.
+// are a Result's Status; the error is for a cancelled context, a kernel
+// that Session.Start could not start, a prefix that does not build, and a
+// session that does not fit the protocol (a cli session without a kernel
+// that serves the shell op, or without its data folder; a prefix missing,
+// or given to cli), found before any cell runs.
 func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info, tr *Trajectory, obs Observer) (*Result, error) {
 	cfg = cfg.withDefaults()
 	started := s.Started
@@ -321,31 +369,25 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 		Skill     *skillInfo       `json:"skill,omitempty"`
 		Budgets   budgets          `json:"budgets"`
 	}{info, Condition(cfg.Protocol, prefixName), cfg.Protocol, pinfo, skill, budgetsOf(cfg)})
-	if s.Cells == nil && s.Prefix != nil {
-		cells, err := prefixes.Build(ctx, s.Kernel, s.Prefix, r.execOptions())
-		if err != nil {
-			return nil, err
+	cells := s.Cells
+	if s.Kernel == nil || s.Cells == nil && s.Prefix != nil {
+		// Something is still to be set up: it runs in the background, and
+		// the first request waits for it unless it needs nothing of it.
+		st := r.startSetup(ctx)
+		defer st.stop(s)
+		cells = s.Cached
+		if s.Prefix != nil && s.Cached == nil {
+			if err := r.settle(ctx); err != nil {
+				return nil, err
+			}
+			cells = s.Cells
 		}
-		s.Cells = cells
+	} else {
+		r.res.Setup = time.Since(started)
+		r.emitPrefix()
 	}
-	r.res.Setup = time.Since(started)
-	// The built cells with the kernel's own results, so that a trajectory
-	// alone shows the session as the model met it (ctxcode notebook).
-	type prefixCell struct {
-		Code string `json:"code"`
-		kernel.Result
-	}
-	results := make([]prefixCell, len(s.Cells))
-	for i, c := range s.Cells {
-		results[i] = prefixCell{c.Code, c.Result}
-	}
-	tr.Emit("prefix", struct {
-		Cells   int          `json:"cells"`
-		SetupMS int64        `json:"setup_ms"`
-		Results []prefixCell `json:"results"`
-	}{len(s.Cells), r.res.Setup.Milliseconds(), results})
 	if s.Prefix != nil {
-		r.in = s.Prefix.Input(s.Cells, info.Question)
+		r.in = s.Prefix.Input(cells, info.Question)
 	} else {
 		r.in = session.Input{Skill: s.Skill, Question: info.Question}
 	}
@@ -359,12 +401,16 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 	r.res.Wall = time.Since(r.started)
 	r.res.Cells = r.in.New
 	if err != nil {
+		status := "cancelled"
+		if ctx.Err() == nil {
+			status = "error" // the session could not be set up
+		}
 		tr.Emit("end", struct {
 			Status string `json:"status"`
 			Turns  int    `json:"turns"`
 			WallMS int64  `json:"wall_ms"`
 			Error  string `json:"error"`
-		}{"cancelled", r.res.Turns, r.res.Wall.Milliseconds(), err.Error()})
+		}{status, r.res.Turns, r.res.Wall.Milliseconds(), err.Error()})
 		return r.res, err
 	}
 	end := struct {
@@ -382,10 +428,11 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 		ModelMS       int64  `json:"model_ms"`
 		WaitedMS      int64  `json:"waited_ms"`
 		Retries       int    `json:"retries"`
+		Discarded     int    `json:"discarded_calls,omitempty"`
 		Error         string `json:"error,omitempty"`
 	}{r.res.Status, r.res.Answer, r.res.AnswerSource, r.res.Turns, r.res.Usage.PromptTokens, r.res.Usage.CompletionTokens,
 		r.res.Usage.CachedTokens, r.res.Usage.Estimated, r.res.Restarts, r.res.Wall.Milliseconds(),
-		r.res.Setup.Milliseconds(), r.res.Model.Milliseconds(), r.res.Waited.Milliseconds(), r.res.Retries, ""}
+		r.res.Setup.Milliseconds(), r.res.Model.Milliseconds(), r.res.Waited.Milliseconds(), r.res.Retries, r.res.Discarded, ""}
 	if r.res.Err != nil {
 		end.Error = r.res.Err.Error()
 	}
@@ -394,9 +441,13 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 }
 
 // check says whether the session fits the protocol, before anything runs;
-// for cli it writes the skill document when the session has none.
+// for cli it writes the skill document when the session has none. A kernel
+// still to start is checked once it has (settle).
 func (r *runner) check() error {
 	s, p := r.s, r.cfg.Protocol
+	if s.Kernel == nil && s.Start == nil {
+		return errors.New("the session has no kernel: give Session.Kernel, or Session.Start to start one")
+	}
 	switch p {
 	case session.Bare, session.Eval, session.TranscriptText:
 		if s.Prefix == nil {
@@ -411,9 +462,10 @@ func (r *runner) check() error {
 		return fmt.Errorf("protocol cli (condition A) runs without a prefix, but the session has prefix %s: "+
 			"leave Session.Prefix nil; the skill document describes the data", s.Prefix.Name)
 	}
-	if _, ok := s.Kernel.(kernel.Sheller); !ok || s.Kernel.Language() != kernel.Python {
-		return fmt.Errorf("condition A's bash tool needs a kernel that serves the shell op, and the %s kernel does not: "+
-			"run condition A in a Python kernel", s.Kernel.Language())
+	if s.Kernel != nil {
+		if err := checkShell(s.Kernel); err != nil {
+			return err
+		}
 	}
 	if s.DataDir == "" {
 		return errors.New("condition A's read tool needs the session's data folder (Session.DataDir), the folder the kernel shows as data/")
@@ -427,6 +479,15 @@ func (r *runner) check() error {
 			return fmt.Errorf("condition A's skill document: %w", err)
 		}
 		s.Skill = skill
+	}
+	return nil
+}
+
+// checkShell says whether k can serve condition A's bash tool.
+func checkShell(k kernel.Kernel) error {
+	if _, ok := k.(kernel.Sheller); !ok || k.Language() != kernel.Python {
+		return fmt.Errorf("condition A's bash tool needs a kernel that serves the shell op, and the %s kernel does not: "+
+			"run condition A in a Python kernel", k.Language())
 	}
 	return nil
 }
@@ -510,6 +571,11 @@ type runner struct {
 	// is its cell's number in the run, from 1.
 	lastCall     string
 	lastCallCell int
+	// setup is the kernel's start and the prefix's build while they run in
+	// the background; nil once settled (or when nothing was to be set up).
+	// staleWhy says how the cached cells differed from the live ones.
+	setup    *setup
+	staleWhy string
 }
 
 func (r *runner) execOptions() kernel.ExecOptions {
@@ -522,20 +588,21 @@ func (r *runner) progress(running string) {
 	}
 }
 
-// call makes one model call within the budgets; ok is false when the run
-// ended (its status is set).
-func (r *runner) call(ctx context.Context) (reply llm.Reply, ok bool, err error) {
+// send makes one model call within the budgets; ok is false when the run
+// ended (its status is set). ev is the call's event, for the caller to
+// write; nil when no call was made.
+func (r *runner) send(ctx context.Context) (reply llm.Reply, ok bool, ev *callEvent, err error) {
 	if r.res.Turns >= r.cfg.MaxTurns {
 		r.res.Status = MaxTurns
-		return reply, false, nil
+		return reply, false, nil, nil
 	}
 	req, err := session.Render(r.cfg.Protocol, r.in)
 	if err != nil {
-		return reply, false, err
+		return reply, false, nil, err
 	}
 	estimate, err := session.CountRequest(r.cfg.Encoding, req)
 	if err != nil {
-		return reply, false, err
+		return reply, false, nil, err
 	}
 	// The next request is the last one plus what the turn added: predict it
 	// from the provider's last count when there is one, since providers
@@ -548,7 +615,7 @@ func (r *runner) call(ctx context.Context) (reply llm.Reply, ok bool, err error)
 		r.res.Status = MaxPromptTokens
 		r.res.Err = fmt.Errorf("the next request (about %d tokens) would take the run past its budget of %d prompt tokens (%d used)",
 			predicted, r.cfg.MaxPromptTokens, r.res.Usage.PromptTokens)
-		return reply, false, nil
+		return reply, false, nil, nil
 	}
 	r.res.Turns++
 	r.progress("waiting for the model")
@@ -556,27 +623,25 @@ func (r *runner) call(ctx context.Context) (reply llm.Reply, ok bool, err error)
 	r.res.Model += reply.Latency
 	r.res.Waited += reply.Waited
 	r.res.Retries += max(reply.Attempts-1, 0)
-	ev := callEvent{Turn: r.res.Turns, Messages: len(req.Messages), RequestTokens: estimate,
+	ev = &callEvent{Turn: r.res.Turns, Messages: len(req.Messages), RequestTokens: estimate,
 		LatencyMS: reply.Latency.Milliseconds(), Attempts: reply.Attempts, WaitedMS: reply.Waited.Milliseconds()}
 	if err != nil {
 		if ctx.Err() != nil {
-			return reply, false, ctx.Err()
+			return reply, false, nil, ctx.Err()
 		}
 		ev.Error = err.Error()
-		r.tr.Emit("call", ev)
 		r.res.Err = err
 		r.res.Status = ModelFailed
 		if errors.Is(err, llm.ErrContextLength) {
 			r.res.Status = ContextLength
 		}
-		return reply, false, nil
+		return reply, false, ev, nil
 	}
 	r.res.Usage.Add(reply.Usage)
 	r.lastPrompt, r.lastEstimate = reply.Usage.PromptTokens, estimate
 	ev.Usage = reply.Usage
 	ev.FinishReason, ev.Content, ev.ToolCalls = reply.FinishReason, reply.Content, reply.ToolCalls
-	r.tr.Emit("call", ev)
-	return reply, true, nil
+	return reply, true, ev, nil
 }
 
 type callEvent struct {

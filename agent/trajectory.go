@@ -13,7 +13,10 @@ import (
 // "type" and "time" first, so a crash loses nothing already done. A nil
 // *Trajectory writes nothing. Event types: run, prefix, call, cell,
 // restart, answer, end (and grade, written with Grade by the caller that
-// knows the task).
+// knows the task); discarded, a call sent over cached prefix cells that
+// the live build did not match, whose reply nobody read (Session.Cached).
+// The prefix event comes before the first call event, even when that
+// call went out while the prefix was building.
 type Trajectory struct {
 	mu  sync.Mutex
 	w   io.Writer

@@ -36,6 +36,11 @@ type Reply struct {
 	ErrorMessage string
 	Delay        time.Duration // wait before answering (the request's cancellation ends the wait)
 	Hangup       bool          // close the connection without answering
+	// OnRequest, when set, is called in the handler's goroutine as the
+	// request for this reply has been read, before Delay: a test acts on
+	// the moment a request came (releases a cell that waits for it). The
+	// reply waits for it to return. It must not fail the test with Fatal.
+	OnRequest func()
 }
 
 // Usage is the usage object of a response.
@@ -155,6 +160,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.next++
 	s.mu.Unlock()
 
+	if reply.OnRequest != nil {
+		reply.OnRequest()
+	}
 	if reply.Delay > 0 {
 		select {
 		case <-time.After(reply.Delay):
