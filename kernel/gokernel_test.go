@@ -155,17 +155,19 @@ log.Println("logged")`)
 
 	// A goroutine that prints after its cell ended does not disturb later cells.
 	s.execOK(`import "time"
+spammed := make(chan bool)
 go func() {
 	for i := 0; i < 100; i++ {
 		fmt.Println("noise", i, "{\"id\": 99}")
 		time.Sleep(time.Millisecond)
 	}
+	close(spammed)
 }()`)
 	for i := range 5 {
 		res := s.execOK(fmt.Sprintf("%d * 2", i))
 		assert.Equal(t, fmt.Sprint(i*2), res.Value)
 	}
-	s.execOK("time.Sleep(150 * time.Millisecond)")
+	s.execOK("<-spammed") // the goroutine's end, not a sleep long enough for it
 	assert.Equal(t, `"ok"`, s.execOK(`"ok"`).Value)
 }
 

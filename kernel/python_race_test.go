@@ -58,12 +58,8 @@ threading.Thread(target=later, daemon=True).start()
 subprocess.Popen(['/bin/sh', '-c', 'while [ ! -e go ]; do sleep 0.01; done; echo child between; echo child err >&2; touch child-wrote'])
 print('in the cell')`)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
-			for _, marker := range []string{"thread-wrote", "child-wrote"} {
-				require.Eventually(t, func() bool {
-					_, err := os.Stat(filepath.Join(dir, marker))
-					return err == nil
-				}, 20*time.Second, 5*time.Millisecond, "the writer never said it wrote (%s)", marker)
-			}
+			waitForFile(t, filepath.Join(dir, "thread-wrote"))
+			waitForFile(t, filepath.Join(dir, "child-wrote"))
 			res := runOK(t, k, "print('next'); 1")
 			assert.Equal(t, "next\n", res.Stdout)
 			assert.Empty(t, res.Stderr)
@@ -112,4 +108,14 @@ func TestPythonSoftTimeoutNeverCutsTheShell(t *testing.T) {
 			t.Logf("%d cells: %v", cells, statuses)
 		})
 	}
+}
+
+// waitForFile waits until a kernel's code has made the file at path: the
+// event a test waits on, never a sleep long enough for it.
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	}, time.Minute, 5*time.Millisecond, "the kernel never made %s", path)
 }

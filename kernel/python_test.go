@@ -713,13 +713,14 @@ func TestClientCancelledContextKeepsKernel(t *testing.T) {
 }
 
 func TestClientCloseInterruptsRunningCell(t *testing.T) {
-	k := startPython(t, flavours(t)[0], LocalConfig{})
+	dir := sharedDir(t)
+	k := startPython(t, flavours(t)[0], LocalConfig{Dir: dir})
 	done := make(chan error, 1)
 	go func() {
-		_, err := k.Execute(context.Background(), "import time\ntime.sleep(120)", ExecOptions{Timeout: 5 * time.Minute})
+		_, err := k.Execute(context.Background(), "import time\nopen('running', 'w').close()\ntime.sleep(120)", ExecOptions{Timeout: 5 * time.Minute})
 		done <- err
 	}()
-	time.Sleep(300 * time.Millisecond) // let the cell start
+	waitForFile(t, filepath.Join(dir, "running")) // the cell runs
 	require.NoError(t, k.Close())
 	select {
 	case err := <-done:

@@ -263,11 +263,16 @@ func TestShellEnvironment(t *testing.T) {
 func TestShellHardDeadline(t *testing.T) {
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
-			k := startPython(t, f, LocalConfig{})
-			// In half a second a thread takes the interpreter lock and keeps it
-			// (a loop in C), so the driver cannot answer the next request.
-			runOK(t, k, "import threading\nthreading.Timer(0.5, lambda: sum(range(10**15))).start()")
-			time.Sleep(time.Second)
+			dir := sharedDir(t)
+			k := startPython(t, f, LocalConfig{Dir: dir})
+			// Once its cell has ended, a thread takes the interpreter lock and
+			// keeps it (a loop in C), so the driver cannot answer the next
+			// request. It says so just before (the loop is the next thing it
+			// does).
+			runOK(t, k, "import os, threading, time\ndef hog():\n    while not os.path.exists('go'):\n        time.sleep(0.005)\n"+
+				"    open('hogging', 'w').close()\n    sum(range(10**15))\nthreading.Thread(target=hog, daemon=True).start()")
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
+			waitForFile(t, filepath.Join(dir, "hogging"))
 			_, err := k.Shell(context.Background(), "echo hi", ShellOptions{Timeout: 200 * time.Millisecond})
 			var dl *DeadlineError
 			require.ErrorAs(t, err, &dl)

@@ -30,6 +30,10 @@ func (p *Pool) Acquire(ctx context.Context) (*kernel.Client, error) {
 	return k, err
 }
 
+// Ready is how many kernels wait in the pool, started (and prepared) and
+// not yet taken.
+func (p *Pool) Ready() int { return p.warm.Ready() }
+
 // Close stops the refilling and every kernel still in the pool.
 func (p *Pool) Close() error { return p.warm.Close() }
 
@@ -233,6 +237,10 @@ func (p *WarmPool[T]) take(ctx context.Context) (warm[T], error) {
 		return warm[T]{}, ctx.Err()
 	}
 }
+
+// Ready is how many kernels wait in the pool, started, prepared and not yet
+// taken. A failure before the start of one of them is stale by then.
+func (p *WarmPool[T]) Ready() int { return len(p.ready) }
 
 // Close stops the refilling and every kernel still in the pool, waiting
 // for a start under way to end.

@@ -641,8 +641,9 @@ func TestStartCanceledLeavesNothing(t *testing.T) {
 				}
 			}
 			t.Logf("%d of %d starts completed before their deadline", started, len(delays))
-			// The daemon may finish a create after the client gave up on it.
-			time.Sleep(2 * time.Second)
+			// Start waits for the daemon's answer to every create it sent,
+			// cancelled or not, and removes what it made before it returns:
+			// nothing can appear after.
 			assert.Empty(t, describe(sessionContainers(t, cli, cfg.Session)), "a cancelled Start left containers")
 			assert.Empty(t, volumeNames(sessionVolumes(t, cli, cfg.Session)), "a cancelled Start left volumes")
 		})
@@ -662,16 +663,10 @@ func TestPoolSkipsDeadKernels(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	var victim string
-	require.Eventually(t, func() bool {
-		cs := sessionContainers(t, cli, cfg.Session)
-		if len(cs) == 1 && cs[0].State == "running" {
-			victim = cs[0].ID
-			return true
-		}
-		return false
-	}, 2*time.Minute, 100*time.Millisecond)
-	time.Sleep(2 * time.Second) // let its kernel become ready and wait in the pool
+	require.Eventually(t, func() bool { return pool.Ready() == 1 }, 2*time.Minute, 20*time.Millisecond, "a kernel ready in the pool")
+	cs := sessionContainers(t, cli, cfg.Session)
+	require.Len(t, cs, 1)
+	victim := cs[0].ID
 	require.NoError(t, cli.ContainerKill(ctx, victim, "KILL"))
 	require.Eventually(t, func() bool {
 		info, err := cli.ContainerInspect(ctx, victim)
@@ -714,8 +709,7 @@ func TestPoolForgetsRecoveredFailures(t *testing.T) {
 	t.Cleanup(func() { _ = pool.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	require.Eventually(t, func() bool { return len(sessionContainers(t, cli, cfg.Session)) == 1 }, 2*time.Minute, 50*time.Millisecond)
-	time.Sleep(2 * time.Second) // the kernel is ready in the pool
+	require.Eventually(t, func() bool { return pool.Ready() == 1 }, 2*time.Minute, 20*time.Millisecond, "a kernel ready in the pool")
 	k, err := pool.Acquire(ctx)
 	require.NoError(t, err, "the failure before the success is stale")
 	t.Cleanup(func() { _ = k.Close() })
