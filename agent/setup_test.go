@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcode/ctxcode/agent"
+	"github.com/ctxcode/ctxcode/internal/gatetest"
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/kernel/kerneltest"
 	"github.com/ctxcode/ctxcode/llm"
@@ -21,17 +21,6 @@ import (
 	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/session"
 )
-
-// sharedDir is a temporary folder a local kernel can reach: it runs as
-// user nobody when the tests run as root, and t.TempDir is private.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		require.NoError(t, os.Chmod(d, 0o755))
-	}
-	return dir
-}
 
 func parsePrefix(t *testing.T, src string) *prefixes.Prefix {
 	t.Helper()
@@ -47,28 +36,6 @@ func build(t *testing.T, p *prefixes.Prefix) []session.Cell {
 	return cells
 }
 
-// gateFIFO makes path a FIFO that a cell can read only once release has
-// written to it; the test's end releases a writer left waiting.
-func gateFIFO(t *testing.T, path string) (release func()) {
-	t.Helper()
-	require.NoError(t, os.Remove(path))
-	require.NoError(t, syscall.Mkfifo(path, 0o666))
-	require.NoError(t, os.Chmod(path, 0o666))
-	t.Cleanup(func() {
-		// Opening the reading end without blocking frees a writer that no
-		// cell ever read, so that the server's handler returns.
-		if f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
-			_ = f.Close()
-		}
-	})
-	return func() {
-		// Blocks until the cell opens its end: the reply waits for it.
-		if err := os.WriteFile(path, []byte("open\n"), 0); err != nil {
-			t.Errorf("release the gate: %v", err)
-		}
-	}
-}
-
 // TestCachedPrefixSendsTheFirstRequestBeforeTheBuild: with cached cells,
 // the first request goes out while the prefix builds. The proof is in the
 // order: a prefix cell reads a FIFO that is written only when the server
@@ -76,13 +43,13 @@ func gateFIFO(t *testing.T, path string) (release func()) {
 // The reply is used only after the live cells were found to be the
 // cached ones.
 func TestCachedPrefixSendsTheFirstRequestBeforeTheBuild(t *testing.T) {
-	dir := sharedDir(t)
+	dir := gatetest.SharedDir(t)
 	gate := filepath.Join(dir, "gate")
 	require.NoError(t, os.WriteFile(gate, []byte("open\n"), 0o644))
 	p := parsePrefix(t, "# %%\ngate = open("+strconv.Quote(gate)+").read().strip()\ngate\n# %%\nx = 41\n")
 	cached := build(t, p) // the gate is a plain file here
 
-	release := gateFIFO(t, gate)
+	release := gatetest.FIFO(t, gate)
 	srv := llmtest.NewServer(t, llmtest.Reply{Content: "ANSWER(x + 1)", Usage: &llmtest.Usage{Prompt: 300, Completion: 5}, OnRequest: release})
 	s := &agent.Session{Kernel: kerneltest.Python(t, ""), Prefix: p, Cached: cached}
 	out := run(t, s, openAI(t, srv), agent.Config{}, "What is x + 1?")
@@ -213,12 +180,12 @@ func TestStartFailureIsTheRunsError(t *testing.T) {
 // prefix builds returns at once with the context's error, and the kernel
 // it started, for the caller to close.
 func TestCachedPrefixRunCancelledWhileBuilding(t *testing.T) {
-	dir := sharedDir(t)
+	dir := gatetest.SharedDir(t)
 	gate := filepath.Join(dir, "gate")
 	require.NoError(t, os.WriteFile(gate, []byte("open\n"), 0o644))
 	p := parsePrefix(t, "# %%\ngate = open("+strconv.Quote(gate)+").read()\n")
 	cached := build(t, p)
-	gateFIFO(t, gate) // never released: the build waits until cancelled
+	gatetest.FIFO(t, gate) // never released: the build waits until cancelled
 
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := llmtest.NewServer(t, llmtest.Reply{Content: "ANSWER(1)", Usage: &llmtest.Usage{Prompt: 300, Completion: 5}, OnRequest: cancel})

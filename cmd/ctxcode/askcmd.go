@@ -44,6 +44,16 @@ written on the fly by "ctxcode prefix init".
 lists them); --task all asks every one and prints accuracy and cost per mode
 or condition (several: --condition A,B,B0,D,C).
 
+The prefix's built cells are kept in the cache folder (transcripts/ beside
+the built-in data, e.g. ~/.cache/ctxcode/transcripts), keyed by the prefix,
+the data (file names, sizes and times), the image or interpreter and the
+kernel driver. With an entry, the first request goes out at once while the
+kernel starts and builds the prefix; before the model's first cell runs the
+live outputs must be the cached ones byte for byte, else the reply is
+discarded (counted in the cost) and the request sent again. --no-cache builds
+the prefix first and keeps nothing. Condition A has no prefix: its first
+request always goes out while the kernel starts.
+
 Models: --model NAME is sent to the OpenAI-compatible endpoint at --base-url
 (default $OPENAI_BASE_URL, else OpenAI) with the key in $OPENAI_API_KEY; the
 default name is $CTXCODE_MODEL, else gpt-4o-mini. --model reference is the
@@ -65,6 +75,7 @@ type askOptions struct {
 	trajectory string
 	force      bool
 	json       bool
+	noCache    bool
 	question   string
 	progress   *progress // the progress line and retry notes on stderr
 }
@@ -84,6 +95,7 @@ func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
 	fs.StringVar(&o.trajectory, "trajectory", "", "write every event of the run to this file, one JSON object per line")
 	fs.BoolVar(&o.force, "force", false, "overwrite --trajectory if it exists")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
+	fs.BoolVar(&o.noCache, "no-cache", false, "build the prefix before the first request, and keep no built prefix in the cache folder")
 	o.modelFlags.register(fs, "seed")
 	// Flags may come before or after the question, whose words are joined.
 	if err := fs.parse(args, -1, ""); err != nil {
@@ -197,34 +209,19 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		jobs = []askJob{{question: t.Question, task: t, rung: s.rungs[0]}}
 	}
 
-	// The wall time of a question counts from here: the kernel's start
-	// (the first question's) or restart, and the prefix build, are in it.
-	start := time.Now()
-	tr, cleanup, err := o.sandbox.transport(ctx, s.language, s.dataDir, stderr)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	k, err := kernel.Start(ctx, s.language, tr, kernel.ClientOptions{})
-	if err != nil {
-		return err
-	}
-	defer k.Close()
+	// Every question starts in a fresh kernel, which its run starts (the
+	// first) or restarts, in the background when its first request needs
+	// none: condition A, or a prefix in the cache.
+	cache := o.openCache(ctx, s, o.progress)
+	kern := &askKernel{o: o, lang: s.language, dataDir: s.dataDir, warn: o.progress}
+	defer kern.close()
 
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
 	var results []askResult
 	var failure error // what stopped --task all before the last task
-	for i, job := range jobs {
-		if i > 0 {
-			// Every question starts in a fresh kernel.
-			start = time.Now()
-			if err := k.Restart(ctx); err != nil {
-				failure = fmt.Errorf("restart the kernel for task %s: %w", job.task.ID, err)
-				break
-			}
-		}
-		res, err := o.ask(ctx, k, s, job, start, traj, stderr)
+	for _, job := range jobs {
+		res, err := o.ask(ctx, kern, cache, s, job, traj)
 		if err != nil {
 			if o.task != "all" {
 				return err
@@ -445,12 +442,14 @@ func findTask(tasks []datasets.Task, id, dir string) (*datasets.Task, error) {
 
 // askResult is one answered (or not) question.
 type askResult struct {
-	job askJob
-	res *agent.Result
+	job   askJob
+	res   *agent.Result
+	cache string // what the prefix cache did (askCache.state)
 }
 
-// ask runs one question in k, whose start (or restart) began at started.
-func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job askJob, started time.Time, traj *agent.Trajectory, stderr io.Writer) (askResult, error) {
+// ask runs one question in a fresh kernel of kern, over its prefix cached
+// in cache when it is there.
+func (o *askOptions) ask(ctx context.Context, kern *askKernel, cache askCache, s *askSetup, job askJob, traj *agent.Trajectory) (askResult, error) {
 	cfg := o.agent
 	cfg.Protocol = job.rung.protocol
 	model := job.rung.model
@@ -464,7 +463,10 @@ func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job 
 	if s.manifest != nil {
 		info.Data = s.manifest
 	}
-	sess := &agent.Session{Kernel: k, Prefix: job.rung.prefix, Started: started}
+	// The wall time of a question counts from here: the kernel's start
+	// (the first question's) or restart, and the prefix build, are in it.
+	key, cached := cache.lookup(job.rung.prefix, o.progress)
+	sess := &agent.Session{Start: kern.ready, Prefix: job.rung.prefix, Cached: cached, Started: time.Now()}
 	if job.rung.prefix == nil {
 		// A: no prefix; the skill document describes the files, and read
 		// serves them from the folder the kernel shows as data/.
@@ -472,6 +474,7 @@ func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job 
 	}
 	res, err := agent.Run(ctx, sess, model, cfg, info, traj, o.progress)
 	o.progress.done()
+	cache.keep(key, job.rung.prefix, sess.Kernel, res, o.progress)
 	if err != nil {
 		var be *prefixes.BuildError
 		if errors.As(err, &be) {
@@ -479,7 +482,7 @@ func (o *askOptions) ask(ctx context.Context, k kernel.Kernel, s *askSetup, job 
 		}
 		return askResult{}, err
 	}
-	out := askResult{job: job, res: res}
+	out := askResult{job: job, res: res, cache: cache.state(job.rung.prefix, res)}
 	if job.task != nil {
 		right, reason := false, ""
 		if res.Status == agent.Answered {
@@ -512,6 +515,12 @@ func (r askResult) record() map[string]any {
 		"retries":        r.res.Retries,
 		"estimated":      u.Estimated,
 		"restarts":       r.res.Restarts,
+		// Calls sent over a cached prefix that the live one did not match:
+		// their tokens are in the counts above.
+		"discarded_calls": r.res.Discarded,
+	}
+	if r.cache != "" {
+		rec["prefix_cache"] = r.cache
 	}
 	if u.ReasoningTokens > 0 {
 		rec["reasoning_tokens"] = u.ReasoningTokens
@@ -598,8 +607,13 @@ func (r askResult) costLine() string {
 	if r.job.rung.prefix == nil {
 		setup = "kernel" // A: no prefix to build
 	}
-	return fmt.Sprintf("[%d %s, %d context tokens, %d output tokens, %d cached, %.2fs (model %.2fs, %s %.2fs)%s%s]",
-		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, res.Wall.Seconds(), res.Model.Seconds(), setup, res.Setup.Seconds(), waited, est)
+	discarded := ""
+	if res.Discarded > 0 {
+		discarded = fmt.Sprintf(", %d discarded call (%d context tokens) over a stale cached prefix", res.Discarded, res.DiscardedUsage.PromptTokens)
+	}
+	return fmt.Sprintf("[%d %s, %d context tokens, %d output tokens, %d cached, %.2fs (model %.2fs, %s %.2fs)%s%s%s]",
+		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, res.Wall.Seconds(), res.Model.Seconds(), setup, res.Setup.Seconds(),
+		discarded, waited, est)
 }
 
 // exitError maps a run's status to the exit code of DESIGN.md.

@@ -16,12 +16,24 @@ import (
 	"github.com/ctxcode/ctxcode/llm/llmtest"
 )
 
-// pmData writes the s tier, seed 1, into a temporary folder.
+// pmData writes the s tier, seed 1, into a temporary folder, and gives the
+// test a cache folder of its own (privateCache).
 func pmData(t *testing.T) string {
 	t.Helper()
+	privateCache(t)
 	dir := filepath.Join(t.TempDir(), "pm")
 	got := runCLI(t, "", "data", "gen", "--tier", "s", "--seed", "1", "--out", dir)
 	require.Equal(t, 0, got.code, got.stderr)
+	return dir
+}
+
+// privateCache points the user's cache folder (the built prefixes of ask,
+// the built-in data) at a temporary folder for the rest of the test, so
+// that no test reads what another kept.
+func privateCache(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", dir)
 	return dir
 }
 
@@ -175,6 +187,7 @@ func TestAskUsageErrors(t *testing.T) {
 // from prefix init, on the fly, and the model continues it.
 func TestAskAnyFolder(t *testing.T) {
 	requirePython(t)
+	privateCache(t)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sales.csv"), []byte("region,amount\nnorth,10\nsouth,32\nnorth,5\n"), 0o644))
 	srv := llmtest.NewServer(t, llmtest.Text("ANSWER(sum(int(r['amount']) for r in sales if r['region'] == 'north'))", 500, 20))

@@ -41,14 +41,19 @@ func newProgress(stderr io.Writer) *progress {
 
 // note prints line on a line of its own, above the progress line. It may
 // be called from any goroutine.
-func (p *progress) note(line string) {
+func (p *progress) note(line string) { _, _ = io.WriteString(p, line+"\n") }
+
+// Write writes whole lines to stderr above the progress line, so that
+// warnings written from any goroutine (a kernel that starts in the
+// background) never tear it or race with it.
+func (p *progress) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.shown {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.shown = false
 	}
-	fmt.Fprintln(p.stderr, line)
+	return p.stderr.Write(b)
 }
 
 // Progress implements agent.Observer.
