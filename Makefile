@@ -3,7 +3,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 BIN := bin/ctxcode
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all setup build image run test bench lint clean
+.PHONY: all setup build image run test soak bench lint clean
 
 all: build
 
@@ -41,8 +41,16 @@ run: setup image
 # Packages run one at a time (-p 1): the sandbox and CLI tests each make
 # orphaned containers on purpose and check that a prune removes them, and a
 # prune in one package must not race with the other's assertions.
+# Then the kernel protocol tests (the Python driver's and the container's)
+# run 5 times more: a race that shows one run in ten shows here.
 test: setup lint image
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
+	$(GO) test -count=5 -p 1 -timeout 20m -run 'Python|Shell|Protocol|FreshKernels' ./kernel/ ./sandbox/
+
+# The kernel and sandbox suites 10 times in a row with two CPU hogs
+# running, then once with -race (scripts/soak.sh; ROUNDS=N for fewer).
+soak: setup image
+	@GO=$(GO) scripts/soak.sh
 
 bench: setup image
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
