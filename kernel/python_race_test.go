@@ -119,3 +119,27 @@ func waitForFile(t *testing.T, path string) {
 		return err == nil
 	}, time.Minute, 5*time.Millisecond, "the kernel never made %s", path)
 }
+
+// TestPythonBrokenIPythonFallsBackToStdlib: an IPython that is installed
+// but fails to import leaves the session on the standard-library shell,
+// from its first cell on.
+func TestPythonBrokenIPythonFallsBackToStdlib(t *testing.T) {
+	python, ok := findPython()
+	if !ok {
+		skipOrFail(t, "no python3 on this machine")
+	}
+	site := sharedDir(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(site, "IPython"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(site, "IPython", "__init__.py"), []byte("raise ImportError('broken on purpose')\n"), 0o644))
+	tr, err := NewLocalPython(python, false, LocalConfig{Env: []string{"PYTHONPATH=" + site}})
+	require.NoError(t, err)
+	k, err := Start(context.Background(), Python, tr, ClientOptions{})
+	if k != nil {
+		t.Cleanup(func() { _ = k.Close() })
+	}
+	require.NoError(t, err)
+	assert.Contains(t, k.Info(), "stdlib")
+	assert.Equal(t, "21", runOK(t, k, "x = 20\nx + 1").Value)
+	assert.Equal(t, "(['', 'x = 20\\nx + 1', 'In, Out'], {1: 21})", runOK(t, k, "In, Out").Value)
+	assert.Equal(t, "broken on purpose", run(t, k, "import IPython").Error.Value)
+}

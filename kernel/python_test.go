@@ -333,6 +333,8 @@ func TestPythonValueParity(t *testing.T) {
 	}
 	cells := []string{
 		"import pandas as pd\ndf = pd.DataFrame({'team': ['a', 'b', 'a'], 'hours': [1.5, 2.0, 3.25]})\ndf",
+		"len(In), Out",
+		"[df.head(1), df.tail(1)], {'a': 1, 'frame': df.head(2), 'b': [2, 3]}",
 		"df.groupby('team')['hours'].sum()",
 		"df['hours'].describe()",
 		"df.dtypes",

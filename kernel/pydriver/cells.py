@@ -161,11 +161,12 @@ class StdlibShell:
         ns = self.ns
         if value is None:
             return ""
+        text = display.pretty(value)  # before it is stored, as IPython's displayhook does
         if value is not ns.get("Out"):  # IPython shows Out but never stores it
             ns["___"], ns["__"], ns["_"] = ns.get("__"), ns.get("_"), value
             ns["Out"][n] = value
             ns["_%d" % n] = value
-        return display.pretty(value)
+        return text
 
     def _remember(self, n, raw):
         ns = self.ns

@@ -107,14 +107,17 @@ class Pretty:
             g = self.queue_pop()
             if g is None:
                 return
-            while g.breakables:
-                x = self.buffer.popleft()
-                self.col = x.emit(self.out, self.col)
-                self.buffer_width -= x.width
-            while self.buffer and isinstance(self.buffer[0], _Text):
-                x = self.buffer.popleft()
-                self.col = x.emit(self.out, self.col)
-                self.buffer_width -= x.width
+            self._break_group(g)
+
+    def _break_group(self, g):
+        while g.breakables:
+            x = self.buffer.popleft()
+            self.col = x.emit(self.out, self.col)
+            self.buffer_width -= x.width
+        while self.buffer and isinstance(self.buffer[0], _Text):
+            x = self.buffer.popleft()
+            self.col = x.emit(self.out, self.col)
+            self.buffer_width -= x.width
 
     def text(self, s):
         w = len(s)
@@ -144,6 +147,11 @@ class Pretty:
             self._break_outer()
 
     def hard_break(self):
+        """A newline of the text itself (a repr of several lines): as
+        IPython's break_, it breaks the outermost group that can break."""
+        g = self.queue_pop()
+        if g is not None:
+            self._break_group(g)
         self.flush()
         self.out.append("\n" + " " * self.indent)
         self.col = self.indent
