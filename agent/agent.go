@@ -600,22 +600,33 @@ func (r *runner) send(ctx context.Context) (reply llm.Reply, ok bool, ev *callEv
 	if err != nil {
 		return reply, false, nil, err
 	}
-	estimate, err := session.CountRequest(r.cfg.Encoding, req)
-	if err != nil {
-		return reply, false, nil, err
-	}
 	// The next request is the last one plus what the turn added: predict it
 	// from the provider's last count when there is one, since providers
 	// count more than the cookbook's arithmetic (system tokens, templates).
-	predicted := estimate
-	if r.lastPrompt > 0 && estimate > r.lastEstimate {
-		predicted = r.lastPrompt + estimate - r.lastEstimate
+	predict := func(estimate int) int {
+		if r.lastPrompt > 0 && estimate > r.lastEstimate {
+			return r.lastPrompt + estimate - r.lastEstimate
+		}
+		return estimate
 	}
-	if r.res.Usage.PromptTokens+predicted > r.cfg.MaxPromptTokens {
-		r.res.Status = MaxPromptTokens
-		r.res.Err = fmt.Errorf("the next request (about %d tokens) would take the run past its budget of %d prompt tokens (%d used)",
-			predicted, r.cfg.MaxPromptTokens, r.res.Usage.PromptTokens)
-		return reply, false, nil, nil
+	// When the request's upper bound fits the budget, so does its count,
+	// which is then made while the request is out (see session.CountLater);
+	// else the count decides, before the call.
+	var count func() (int, error)
+	if bound := session.BoundRequest(req); r.res.Usage.PromptTokens+max(bound, predict(bound)) <= r.cfg.MaxPromptTokens {
+		count = session.CountLater(r.cfg.Encoding, req)
+	} else {
+		estimate, err := session.CountRequest(r.cfg.Encoding, req)
+		if err != nil {
+			return reply, false, nil, err
+		}
+		if predicted := predict(estimate); r.res.Usage.PromptTokens+predicted > r.cfg.MaxPromptTokens {
+			r.res.Status = MaxPromptTokens
+			r.res.Err = fmt.Errorf("the next request (about %d tokens) would take the run past its budget of %d prompt tokens (%d used)",
+				predicted, r.cfg.MaxPromptTokens, r.res.Usage.PromptTokens)
+			return reply, false, nil, nil
+		}
+		count = func() (int, error) { return estimate, nil }
 	}
 	r.res.Turns++
 	r.progress("waiting for the model")
@@ -623,6 +634,10 @@ func (r *runner) send(ctx context.Context) (reply llm.Reply, ok bool, ev *callEv
 	r.res.Model += reply.Latency
 	r.res.Waited += reply.Waited
 	r.res.Retries += max(reply.Attempts-1, 0)
+	estimate, cerr := count()
+	if cerr != nil {
+		return reply, false, nil, cerr
+	}
 	ev = &callEvent{Turn: r.res.Turns, Messages: len(req.Messages), RequestTokens: estimate,
 		LatencyMS: reply.Latency.Milliseconds(), Attempts: reply.Attempts, WaitedMS: reply.Waited.Milliseconds()}
 	if err != nil {

@@ -250,6 +250,25 @@ func TestBudgets(t *testing.T) {
 		assert.Equal(t, 1, out.res.Turns, "the second call would pass the budget and is not made")
 		assert.ErrorContains(t, out.res.Err, "budget of 1200 prompt tokens (900 used)")
 	})
+	t.Run("a budget the bound passes and the count fits", func(t *testing.T) {
+		// The first request is counted before it is sent only when its
+		// upper bound (session.BoundRequest) does not fit: the decision is
+		// the count's either way.
+		s := pmSession(t, "pm")
+		req, err := session.Render(session.Bare, s.Prefix.Input(s.Cells, blockedQ))
+		require.NoError(t, err)
+		n, err := session.CountRequest(session.O200kBase, req)
+		require.NoError(t, err)
+		require.Greater(t, session.BoundRequest(req), n)
+		srv := llmtest.NewServer(t, llmtest.Text("ANSWER(1)", n, 3))
+		out := run(t, s, openAI(t, srv), agent.Config{MaxPromptTokens: n}, blockedQ)
+		assert.Equal(t, agent.Answered, out.res.Status, "the count fits the budget exactly")
+		assert.EqualValues(t, n, out.events[2]["request_tokens_estimate"])
+
+		out = run(t, pmSession(t, "pm"), openAI(t, llmtest.NewServer(t)), agent.Config{MaxPromptTokens: n - 1}, blockedQ)
+		assert.Equal(t, agent.MaxPromptTokens, out.res.Status, "one token less: no call")
+		assert.Zero(t, out.res.Turns)
+	})
 	t.Run("prompt tokens the provider counts higher", func(t *testing.T) {
 		srv := llmtest.NewServer(t, llmtest.Text("1 + 1", 150_000, 3))
 		out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{}, blockedQ)

@@ -203,7 +203,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Encoding == "" {
 		c.Encoding = session.O200kBase
 	}
-	if _, err := session.CountTokens(c.Encoding, "ok"); err != nil {
+	if err := session.CheckEncoding(c.Encoding); err != nil {
 		return c, err
 	}
 	if c.HTTPClient == nil {
@@ -249,15 +249,15 @@ func (c *OpenAI) Format(f fmt.State, verb rune) { _, _ = io.WriteString(f, c.Str
 // Complete sends req, retrying as the package comment describes.
 func (c *OpenAI) Complete(ctx context.Context, req session.Request) (reply Reply, err error) {
 	start := time.Now()
+	// The request's tokens are counted while it is on its way: loading the
+	// vocabulary takes tens of milliseconds, which the first request of a
+	// run need not wait for.
+	count := session.CountLater(c.cfg.Encoding, req)
 	defer func() {
+		reply.RequestTokens, _ = count()
 		reply.Latency = time.Since(start)
 		err = c.redactErr(err)
 	}()
-	n, err := session.CountRequest(c.cfg.Encoding, req)
-	if err != nil {
-		return reply, fmt.Errorf("count request tokens: %w", err)
-	}
-	reply.RequestTokens = n
 	creq, err := c.request(req)
 	if err != nil {
 		return reply, fmt.Errorf("model %s: %w", c.cfg.Model, err)
@@ -270,6 +270,9 @@ func (c *OpenAI) Complete(ctx context.Context, req session.Request) (reply Reply
 		reply.Attempts++
 		resp, x, err := c.attempt(ctx, creq)
 		if err == nil {
+			if reply.RequestTokens, err = count(); err != nil {
+				return reply, fmt.Errorf("count request tokens: %w", err)
+			}
 			if err = c.read(resp, req, &reply); err == nil {
 				return reply, nil
 			}

@@ -17,29 +17,49 @@ const (
 	Cl100kBase Encoding = "cl100k_base"
 )
 
-var codecs sync.Map // Encoding -> tokenizer.Codec
+var codecs sync.Map // Encoding -> func() (tokenizer.Codec, error), loading once
+
+// CheckEncoding says whether enc names a vocabulary ctxcode counts with
+// (empty is the default, o200k_base), without loading it: loading takes
+// tens of milliseconds, which a command's start need not wait for.
+func CheckEncoding(enc Encoding) error {
+	switch enc {
+	case "", O200kBase, Cl100kBase:
+		return nil
+	}
+	return fmt.Errorf("unknown token encoding %q: expected %s or %s", enc, O200kBase, Cl100kBase)
+}
+
+// codec is enc's vocabulary, loaded on first use, once per process:
+// counts made at the same time (CountLater) wait for the one load.
+func codec(enc Encoding) (tokenizer.Codec, error) {
+	if err := CheckEncoding(enc); err != nil {
+		return nil, err
+	}
+	if enc == "" {
+		enc = O200kBase
+	}
+	load, ok := codecs.Load(enc)
+	if !ok {
+		load, _ = codecs.LoadOrStore(enc, sync.OnceValues(func() (tokenizer.Codec, error) {
+			c, err := tokenizer.Get(tokenizer.Encoding(enc))
+			if err != nil {
+				return nil, fmt.Errorf("load %s: %w", enc, err)
+			}
+			return c, nil
+		}))
+	}
+	return load.(func() (tokenizer.Codec, error))()
+}
 
 // CountTokens counts the tokens of text in a real vocabulary (the default
 // when enc is empty: o200k_base).
 func CountTokens(enc Encoding, text string) (int, error) {
-	if enc == "" {
-		enc = O200kBase
+	c, err := codec(enc)
+	if err != nil {
+		return 0, err
 	}
-	c, ok := codecs.Load(enc)
-	if !ok {
-		var err error
-		switch enc {
-		case O200kBase, Cl100kBase:
-			c, err = tokenizer.Get(tokenizer.Encoding(enc))
-		default:
-			return 0, fmt.Errorf("unknown token encoding %q: expected %s or %s", enc, O200kBase, Cl100kBase)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("load %s: %w", enc, err)
-		}
-		c, _ = codecs.LoadOrStore(enc, c)
-	}
-	return c.(tokenizer.Codec).Count(text)
+	return c.Count(text)
 }
 
 // RenderCells is cells as one IPython-style transcript, a blank line
@@ -76,12 +96,44 @@ const (
 // the framing of a message. The figure is an estimate used when a provider
 // reports no usage; providers' own counts win.
 func CountRequest(enc Encoding, r Request) (int, error) {
+	return countRequest(r, func(s string) (int, error) { return CountTokens(enc, s) })
+}
+
+// BoundRequest is at least CountRequest's count of r in every vocabulary,
+// found without one: a token is at least one byte, so a text has at most
+// as many tokens as bytes. A budget check it passes needs no exact count.
+func BoundRequest(r Request) int {
+	n, _ := countRequest(r, func(s string) (int, error) { return len(s), nil })
+	return n
+}
+
+// CountLater counts r as CountRequest does, in a goroutine of its own, so
+// that the count is made while the request is on its way. The function it
+// returns waits for the count; call it before returning (at least once:
+// it is how the goroutine is joined).
+func CountLater(enc Encoding, r Request) func() (int, error) {
+	done := make(chan struct{})
+	var n int
+	var err error
+	go func() {
+		defer close(done)
+		n, err = CountRequest(enc, r)
+	}()
+	return func() (int, error) {
+		<-done
+		return n, err
+	}
+}
+
+// countRequest is the cookbook's arithmetic over r, with tokens of a text
+// counted by tokens.
+func countRequest(r Request, tokens func(string) (int, error)) (int, error) {
 	total := tokensReplyPrimer
 	count := func(s string) error {
 		if s == "" {
 			return nil
 		}
-		n, err := CountTokens(enc, s)
+		n, err := tokens(s)
 		total += n
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/kernel"
@@ -66,17 +67,40 @@ type askCache struct {
 	runtime string         // where kernels run (runtimeIdentity)
 }
 
+// usesCache says whether the ask keeps and starts from built prefixes.
+func (o *askOptions) usesCache() bool { return !o.noCache && needsPrefix(o.rungs) }
+
+// warmUp is what the first request waits for and no data decides, done in
+// the background while the data loads: the Docker image's id, for the
+// cache's key.
+type warmUp struct {
+	wg      sync.WaitGroup
+	imageID string // "" when not asked for, or Docker did not answer
+}
+
+func (o *askOptions) warmUp(ctx context.Context) *warmUp {
+	w := &warmUp{}
+	if o.usesCache() && o.sandbox.kind != string(sandbox.KindLocal) {
+		w.wg.Go(func() { w.imageID, _ = dockerImageID(ctx, o.sandbox.image) })
+	}
+	return w
+}
+
+// wait waits for the warm-up; it may be called more than once.
+func (w *warmUp) wait() { w.wg.Wait() }
+
 // openCache finds the cache folder and the shared parts of the keys; what
 // goes wrong is a warning, and the ask goes on without the cache.
-func (o *askOptions) openCache(ctx context.Context, s *askSetup, warn io.Writer) askCache {
-	if o.noCache || !needsPrefix(o.rungs) {
+func (o *askOptions) openCache(s *askSetup, w *warmUp, warn io.Writer) askCache {
+	if !o.usesCache() {
 		return askCache{}
 	}
 	dir, err := prefixes.CacheDir()
 	if err == nil {
 		var c askCache
 		if c.data, err = prefixes.DataHash(s.dataDir); err == nil {
-			c.cache, c.runtime = prefixes.Cache{Dir: dir}, o.sandbox.runtimeIdentity(ctx, s.language)
+			w.wait()
+			c.cache, c.runtime = prefixes.Cache{Dir: dir}, o.sandbox.runtimeIdentity(s.language, w.imageID)
 			return c
 		}
 	}
@@ -133,21 +157,21 @@ func (c askCache) state(p *prefixes.Prefix, res *agent.Result) string {
 }
 
 // runtimeIdentity names where the kernels of lang will run, for the
-// cache's key, before they start: the Docker image's id (not its tag,
-// which may move), or the local interpreter's resolved path with its size
-// and modification time; with the flags that change what a kernel prints.
-// "" when it cannot tell (Docker unreachable without the host fallback):
-// then nothing is cached. A shim or a PATH change can put another
-// interpreter behind the same identity; the run's check catches that, at
-// the cost of one discarded call.
-func (s *sandboxFlags) runtimeIdentity(ctx context.Context, lang kernel.Language) string {
+// cache's key, before they start: the Docker image's id (imageID, not its
+// tag, which may move), or the local interpreter's resolved path with its
+// size and modification time; with the flags that change what a kernel
+// prints. "" when it cannot tell (Docker unreachable without the host
+// fallback): then nothing is cached. A shim or a PATH change can put
+// another interpreter behind the same identity; the run's check catches
+// that, at the cost of one discarded call.
+func (s *sandboxFlags) runtimeIdentity(lang kernel.Language, imageID string) string {
 	flags := ""
 	if s.noIPython {
 		flags += " no-ipython"
 	}
 	if s.kind != string(sandbox.KindLocal) {
-		if id, err := dockerImageID(ctx, s.image); err == nil {
-			return "docker " + id + " " + string(lang) + flags
+		if imageID != "" {
+			return "docker " + imageID + " " + string(lang) + flags
 		}
 		if !s.hostFallback {
 			return ""

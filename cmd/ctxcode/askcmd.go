@@ -175,6 +175,8 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	o.progress = newProgress(stderr)
+	warm := o.warmUp(ctx)
+	defer warm.wait()
 	s, err := o.setup(stderr)
 	if err != nil {
 		return err
@@ -212,7 +214,8 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// Every question starts in a fresh kernel, which its run starts (the
 	// first) or restarts, in the background when its first request needs
 	// none: condition A, or a prefix in the cache.
-	cache := o.openCache(ctx, s, o.progress)
+	cache := o.openCache(s, warm, o.progress)
+	warm.wait()
 	kern := &askKernel{o: o, lang: s.language, dataDir: s.dataDir, warn: o.progress}
 	defer kern.close()
 

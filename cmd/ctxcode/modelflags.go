@@ -40,7 +40,7 @@ func (m *modelFlags) register(fs *flagSet, seedFlag string) {
 
 // check refuses budgets that cannot work and fills the agent's encoding.
 func (m *modelFlags) check() error {
-	if _, err := session.CountTokens(session.Encoding(m.encoding), ""); err != nil {
+	if err := session.CheckEncoding(session.Encoding(m.encoding)); err != nil {
 		return usagef("--encoding: %v", err)
 	}
 	m.agent.Encoding = session.Encoding(m.encoding)
