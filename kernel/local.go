@@ -99,7 +99,7 @@ func FindPython(name string) (string, error) {
 	}
 	path, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("python interpreter %q not found on PATH: install Python 3 "+
+		return "", fmt.Errorf("python interpreter %q not found on PATH: install Python 3.9 or later "+
 			"(for example: apt-get install python3 python3-ipython python3-pandas), "+
 			"or name one with --python, or use --sandbox docker: %w", name, err)
 	}

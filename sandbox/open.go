@@ -191,7 +191,7 @@ func (o *OpenOptions) Check() error {
 func (o *OpenOptions) findPython() (string, error) {
 	python, err := kernel.FindPython(o.Python)
 	if err != nil && o.Python != "" {
-		return "", inputErrorf("--python %s: no such interpreter: give the path or name of a Python 3 (e.g. python3 or /usr/bin/python3)", o.Python)
+		return "", inputErrorf("--python %s: no such interpreter: give the path or name of a CPython 3.9 or later (e.g. python3 or /usr/bin/python3)", o.Python)
 	}
 	return python, err
 }

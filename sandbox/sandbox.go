@@ -147,7 +147,7 @@ func (e *ImageError) Error() string {
 	if strings.HasPrefix(e.Image, ImageRepo+":") {
 		return fmt.Sprintf("kernel image %s not found: build it with `ctxcode sandbox build` (about 2 minutes, offline from Debian packages)", e.Image)
 	}
-	return fmt.Sprintf("image %s not found: pull or build it (any image with python3 works), or drop --image to use ctxcode's own", e.Image)
+	return fmt.Sprintf("image %s not found: pull or build it (any image with python3, 3.9 or later, works), or drop --image to use ctxcode's own", e.Image)
 }
 
 // PingTimeout bounds how long Connect waits for the daemon.
