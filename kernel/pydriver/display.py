@@ -5,7 +5,7 @@ formatter (IPython.lib.pretty, max_width 79, at most 1000 items a
 container): groups break outermost first when the current line would pass
 the width. The IPython path uses IPython's own formatter; this one is for
 the standard-library shell, so that both give the same value text for the
-same cell (kerneltest's parity battery checks it).
+same cell (kernel.TestPythonValueParity checks it).
 """
 
 import collections
