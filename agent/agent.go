@@ -35,6 +35,14 @@
 // counts in accuracy.
 // Budgets (turns, prompt tokens) end a run with their own status, never a
 // crash. Everything is written to the Trajectory as it happens.
+//
+// A run may begin before its kernel is ready (Session.Start): its first
+// request goes out while the kernel starts when it needs no kernel (cli)
+// or has an earlier build of the prefix to be rendered over
+// (Session.Cached). No cell runs before the live prefix is built and its
+// request found byte for byte the one that was sent; a reply over cached
+// outputs that turn out stale is discarded unread, counted, and the
+// request sent again (setup.go).
 package agent
 
 import (

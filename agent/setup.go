@@ -171,6 +171,9 @@ func (r *runner) call(ctx context.Context) (llm.Reply, bool, error) {
 	reply, ok, ev, err := r.send(ctx)
 	if err == nil && r.setup != nil {
 		if err := r.settle(ctx); err != nil {
+			if ev != nil {
+				r.tr.Emit("call", *ev) // it was made, and is in the cost
+			}
 			return reply, false, err
 		}
 		if r.res.Cache == CacheStale {
