@@ -351,11 +351,14 @@ func TestGoKernelTimeout(t *testing.T) {
 	// until it returns before it answers, so that the next cell does not
 	// race with the unwinding one.
 	res := s.send(Request{Op: OpExec, Code: "import \"time\"\ntime.Sleep(600 * time.Millisecond)\nx = 100", TimeoutMS: 200})
+	// Looked at before any other cell: the goroutine of a cell that ended
+	// normally may still be on its way out after its answer, but the
+	// kernel answers a timed-out cell only once every one is gone.
+	assert.False(t, goStacksContain([]byte("created by "+goEvalCreator+" in goroutine ")),
+		"no evaluation is left running")
 	assert.Equal(t, StatusTimeout, res.Status)
 	assert.GreaterOrEqual(t, res.ElapsedMS, int64(600))
 	assert.Equal(t, "7", s.execOK("x").Value, "the rest of the cell did not run")
-	assert.False(t, goStacksContain([]byte("created by "+goEvalCreator+" in goroutine ")),
-		"no evaluation is left running")
 }
 
 func TestGoKernelStuckCellEndsServe(t *testing.T) {
