@@ -238,8 +238,9 @@ func DataHash(dir string) (string, error) {
 }
 
 // DriverVersion identifies what runs cells of lang: for Python, the
-// SHA-256 of the embedded driver (kernel.DriverSource); for Go, the ctxcode
-// binary that serves the Go kernel (its size and modification time).
+// embedded driver (kernel.DriverVersion, a hash of its text); for Go, the
+// ctxcode binary that serves the Go kernel (its size and modification
+// time).
 func DriverVersion(lang kernel.Language) (string, error) {
 	if lang == kernel.Go {
 		exe, err := os.Executable()
@@ -252,6 +253,5 @@ func DriverVersion(lang kernel.Language) (string, error) {
 		}
 		return fmt.Sprintf("go-kernel %s %d %d", exe, st.Size(), st.ModTime().UnixNano()), nil
 	}
-	sum := sha256.Sum256([]byte(kernel.DriverSource()))
-	return "python-driver " + hex.EncodeToString(sum[:12]), nil
+	return "python-driver " + kernel.DriverVersion(), nil
 }
