@@ -23,6 +23,7 @@ import (
 // thread, importing, took the free fd 1 for a module file, and the next
 // cell's set-up re-pointed it.
 func TestPythonStdoutComesBackInFreshKernels(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			for range 6 {
@@ -45,6 +46,7 @@ func TestPythonStdoutComesBackInFreshKernels(t *testing.T) {
 // The writers wait for a file the test makes once the cell has returned,
 // and say they have written by making another: no sleep decides anything.
 func TestPythonOutputBetweenCellsIsNoCells(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			dir := sharedDir(t)
@@ -87,6 +89,7 @@ func sharedDir(t *testing.T) string {
 // cell is counted once and the history stays whole, however short the
 // timeout.
 func TestPythonSoftTimeoutNeverCutsTheShell(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			k := startPython(t, f, LocalConfig{})
@@ -106,8 +109,11 @@ func TestPythonSoftTimeoutNeverCutsTheShell(t *testing.T) {
 					shown = append(shown, strconv.Itoa(res.Count))
 				}
 			}
-			res := runOK(t, k, "print(len(In), sorted(Out))")
-			assert.Equal(t, fmt.Sprintf("%d [%s]\n", cells+2, strings.Join(shown, ", ")), res.Stdout,
+			// Out holds every value shown, and maybe the value of a cell whose
+			// timeout came while it was being shown (the display runs in the
+			// cell's own frame, so the timeout may be raised there).
+			res := runOK(t, k, fmt.Sprintf("print(len(In), set(Out) >= set([%s]), max(Out, default=0) <= %d)", strings.Join(shown, ", "), cells))
+			assert.Equal(t, fmt.Sprintf("%d True True\n", cells+2), res.Stdout,
 				"In holds \"\", every cell and this one; Out every value shown")
 			assert.Equal(t, cells+1, res.Count)
 			t.Logf("%d cells: %v", cells, statuses)
@@ -129,6 +135,7 @@ func waitForFile(t *testing.T, path string) {
 // but fails to import leaves the session on the standard-library shell,
 // from its first cell on.
 func TestPythonBrokenIPythonFallsBackToStdlib(t *testing.T) {
+	t.Parallel()
 	python, ok := findPython()
 	if !ok {
 		skipOrFail(t, "no python3 on this machine")

@@ -175,6 +175,7 @@ func oldestPython(t *testing.T) interpreter {
 // is refused at start with a message that says what to do, not with a
 // syntax error or a traceback.
 func TestPythonRefusesOldInterpreters(t *testing.T) {
+	t.Parallel()
 	var old []interpreter
 	for _, in := range interpreters() {
 		if in.minor < minMinor() {
@@ -229,6 +230,7 @@ func runOK(t testing.TB, k Kernel, code string) Result {
 }
 
 func TestPythonCells(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			k := startPython(t, f, LocalConfig{})
@@ -264,6 +266,7 @@ func TestPythonCells(t *testing.T) {
 // TestPythonKeepsPrintedText checks that what a cell printed stays in
 // _stdout[n] and _stderr[n], so a model can page through a cut rendering.
 func TestPythonKeepsPrintedText(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			k := startPython(t, f, LocalConfig{})
@@ -282,6 +285,7 @@ func TestPythonKeepsPrintedText(t *testing.T) {
 // TestPythonValueText checks the display text of final expressions: both
 // driver paths must give IPython's text.
 func TestPythonValueText(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ code, want string }{
 		{"None", ""},
 		{"1 + 1", "2"},
@@ -327,6 +331,7 @@ func TestPythonValueText(t *testing.T) {
 // TestPythonValueParity runs the same cells through IPython and the stdlib
 // path and requires the same value text, including pandas objects.
 func TestPythonValueParity(t *testing.T) {
+	t.Parallel()
 	python, ok := findPython("IPython", "pandas")
 	if !ok {
 		skipOrFail(t, "no python3 with both IPython and pandas (apt-get install python3-ipython python3-pandas)")
@@ -383,6 +388,7 @@ func TestPythonValueParity(t *testing.T) {
 }
 
 func TestPythonErrors(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			k := startPython(t, f, LocalConfig{})
@@ -420,6 +426,7 @@ func TestPythonErrors(t *testing.T) {
 }
 
 func TestPythonSoftTimeoutKeepsNamespace(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			k := startPython(t, f, LocalConfig{})
@@ -435,6 +442,7 @@ func TestPythonSoftTimeoutKeepsNamespace(t *testing.T) {
 }
 
 func TestPythonHardDeadlineAndRestart(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			k := startPython(t, f, LocalConfig{})
@@ -460,6 +468,7 @@ func TestPythonHardDeadlineAndRestart(t *testing.T) {
 }
 
 func TestPythonDeadKernel(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			for _, tc := range []struct {
@@ -502,6 +511,7 @@ func TestPythonDeadKernel(t *testing.T) {
 }
 
 func TestPythonOutputCapBoundsMemory(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			k := startPython(t, f, LocalConfig{})
@@ -528,6 +538,7 @@ func TestPythonOutputCapBoundsMemory(t *testing.T) {
 }
 
 func TestPythonProtocolSurvivesAbuse(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			k := startPython(t, f, LocalConfig{})
@@ -573,6 +584,7 @@ func TestPythonEnvironmentAndData(t *testing.T) {
 }
 
 func TestPythonCloseKillsChildren(t *testing.T) {
+	t.Parallel()
 	f := flavours(t)[0]
 	k := startPython(t, f, LocalConfig{})
 	// The kernel may have a PID namespace of its own: find the child by its
@@ -607,6 +619,7 @@ func TestFindPythonMissing(t *testing.T) {
 }
 
 func TestStartFailsClearly(t *testing.T) {
+	t.Parallel()
 	tr, err := NewLocal(LocalConfig{Argv: []string{"/bin/sh", "-c", "echo 'no python here' >&2; exit 7"}})
 	require.NoError(t, err)
 	_, err = Start(context.Background(), Python, tr, ClientOptions{StartTimeout: 5 * time.Second})
@@ -619,6 +632,7 @@ func TestStartFailsClearly(t *testing.T) {
 }
 
 func TestTailBufferKeepsHeadAndTail(t *testing.T) {
+	t.Parallel()
 	tb := &TailBuffer{max: 40}
 	for i := range 100 {
 		fmt.Fprintf(tb, "line %02d\n", i)
@@ -634,6 +648,7 @@ func TestTailBufferKeepsHeadAndTail(t *testing.T) {
 }
 
 func TestPythonShellEscapeIsPlain(t *testing.T) {
+	t.Parallel()
 	python, ok := findPython("IPython")
 	if !ok {
 		skipOrFail(t, "no python3 with IPython")
@@ -648,6 +663,7 @@ func TestPythonShellEscapeIsPlain(t *testing.T) {
 // keep them out of the cold start), and a cell that wants either gets the
 // real module.
 func TestPythonIPythonStartsWithoutTerminalOrJedi(t *testing.T) {
+	t.Parallel()
 	python, ok := findPython("IPython", "jedi", "prompt_toolkit")
 	if !ok {
 		skipOrFail(t, "no python3 with IPython, jedi and prompt_toolkit")
@@ -662,6 +678,7 @@ func TestPythonIPythonStartsWithoutTerminalOrJedi(t *testing.T) {
 }
 
 func TestPythonOutputLoopDoesNotFillDisk(t *testing.T) {
+	t.Parallel()
 	f := flavours(t)[0]
 	k := startPython(t, f, LocalConfig{})
 	code := "import os, time\nchunk = 'z' * (1 << 20) + '\\n'\nbiggest = 0\n" +
@@ -679,6 +696,7 @@ func TestPythonOutputLoopDoesNotFillDisk(t *testing.T) {
 }
 
 func TestPythonSignalsDoNotCutResponses(t *testing.T) {
+	t.Parallel()
 	f := flavours(t)[0]
 	k := startPython(t, f, LocalConfig{})
 	runOK(t, k, "import os, signal, threading, time\n"+
@@ -695,6 +713,7 @@ func TestPythonSignalsDoNotCutResponses(t *testing.T) {
 }
 
 func TestPythonForkedChildLeavesTheProtocol(t *testing.T) {
+	t.Parallel()
 	f := flavours(t)[0]
 	k := startPython(t, f, LocalConfig{})
 	res := runOK(t, k, "import os\npid = os.getpid()\nchild = os.fork()\nchild > 0")
@@ -705,6 +724,7 @@ func TestPythonForkedChildLeavesTheProtocol(t *testing.T) {
 }
 
 func TestClientCancelledContextKeepsKernel(t *testing.T) {
+	t.Parallel()
 	k := startPython(t, flavours(t)[0], LocalConfig{})
 	runOK(t, k, "kept = 1")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -715,6 +735,7 @@ func TestClientCancelledContextKeepsKernel(t *testing.T) {
 }
 
 func TestClientCloseInterruptsRunningCell(t *testing.T) {
+	t.Parallel()
 	dir := sharedDir(t)
 	k := startPython(t, flavours(t)[0], LocalConfig{Dir: dir})
 	done := make(chan error, 1)
@@ -747,6 +768,7 @@ func (f *failingTransport) Start(ctx context.Context) (Conn, error) {
 }
 
 func TestClientFailedRestartIsReported(t *testing.T) {
+	t.Parallel()
 	f := flavours(t)[0]
 	tr, err := NewLocalPython(f.python, f.noIPython, LocalConfig{})
 	require.NoError(t, err)
@@ -761,6 +783,7 @@ func TestClientFailedRestartIsReported(t *testing.T) {
 }
 
 func TestClientLineBoundFollowsOutputCap(t *testing.T) {
+	t.Parallel()
 	f := flavours(t)[0]
 	tr, err := NewLocalPython(f.python, f.noIPython, LocalConfig{})
 	require.NoError(t, err)
@@ -774,6 +797,7 @@ func TestClientLineBoundFollowsOutputCap(t *testing.T) {
 }
 
 func TestPythonDataIsAReadOnlyCopy(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	orig := filepath.Join(data, "tasks.jsonl")
 	require.NoError(t, os.WriteFile(orig, []byte("{\"id\": 1}\n"), 0o644))
@@ -797,6 +821,7 @@ func TestPythonDataIsAReadOnlyCopy(t *testing.T) {
 }
 
 func TestLocalDataCopyLimit(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(data, "big.bin"), make([]byte, 4096), 0o644))
 	tr, err := NewLocal(LocalConfig{Argv: []string{"true"}, DataDir: data, MaxDataCopy: 1024})

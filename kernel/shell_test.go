@@ -57,6 +57,7 @@ func pidIn(t testing.TB, output string) int {
 }
 
 func TestShellExitStatus(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			k := startPython(t, f, LocalConfig{})
@@ -87,6 +88,7 @@ func TestShellExitStatus(t *testing.T) {
 }
 
 func TestShellOneStreamInOrder(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			k := startPython(t, f, LocalConfig{})
@@ -108,6 +110,7 @@ for i in range(3):
 }
 
 func TestShellSessionFolder(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(data, "tasks.jsonl"), []byte("{\"id\":1}\n{\"id\":2}\n"), 0o644))
 	for _, f := range flavours(t) {
@@ -137,6 +140,7 @@ func TestShellSessionFolder(t *testing.T) {
 }
 
 func TestShellTimeoutKillsGroup(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			k := startPython(t, f, LocalConfig{})
@@ -166,6 +170,7 @@ func TestShellTimeoutKillsGroup(t *testing.T) {
 }
 
 func TestShellFloodBounded(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			k := startPython(t, f, LocalConfig{})
@@ -185,6 +190,7 @@ func TestShellFloodBounded(t *testing.T) {
 }
 
 func TestShellBackgroundProcess(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			k := startPython(t, f, LocalConfig{})
@@ -210,6 +216,7 @@ func TestShellBackgroundProcess(t *testing.T) {
 }
 
 func TestShellLeavesNamespace(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			k := startPython(t, f, LocalConfig{})
@@ -261,6 +268,7 @@ func TestShellEnvironment(t *testing.T) {
 }
 
 func TestShellHardDeadline(t *testing.T) {
+	t.Parallel()
 	for _, f := range flavours(t) {
 		t.Run(f.name, func(t *testing.T) {
 			dir := sharedDir(t)
@@ -286,6 +294,7 @@ func TestShellHardDeadline(t *testing.T) {
 }
 
 func TestShellGoKernel(t *testing.T) {
+	t.Parallel()
 	k := startGoProcess(t)
 	runOK(t, k, "x := 41")
 	_, err := k.Shell(context.Background(), "echo hi", ShellOptions{})
