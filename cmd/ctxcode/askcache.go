@@ -120,7 +120,7 @@ func (c askCache) lookup(p *prefixes.Prefix, warn io.Writer) (prefixes.CacheKey,
 		cells, err = c.cache.Load(key, p)
 	}
 	if err != nil {
-		fmt.Fprintf(warn, "ctxcode: warning: %v; the prefix is built before the first request, and kept again\n", err)
+		fmt.Fprintf(warn, "ctxcode: warning: %v; the prefix is built before the first request\n", err)
 	}
 	return key, cells
 }
