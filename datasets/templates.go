@@ -48,9 +48,10 @@ type index struct {
 }
 
 func newIndex(d *Dataset) *index {
-	ix := &index{d: d, user: map[string]User{}, userByName: map[string]User{}, project: map[string]Project{},
-		team: map[string]Team{}, task: map[string]TaskRecord{}, tasksOf: map[string][]TaskRecord{},
-		projectsOf: map[string][]Project{}, eventsOfTask: map[string][]Event{}}
+	ix := &index{d: d, user: make(map[string]User, len(d.Users)), userByName: make(map[string]User, len(d.Users)),
+		project: make(map[string]Project, len(d.Projects)), team: make(map[string]Team, len(d.Teams)),
+		task: make(map[string]TaskRecord, len(d.Tasks)), tasksOf: make(map[string][]TaskRecord, len(d.Projects)),
+		projectsOf: make(map[string][]Project, len(d.Teams)), eventsOfTask: make(map[string][]Event, len(d.Tasks))}
 	for _, t := range d.Teams {
 		ix.team[t.ID] = t
 	}
