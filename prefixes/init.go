@@ -139,7 +139,7 @@ func InitWith(dir string, o InitOptions) (*InitResult, error) {
 			format = "csv"
 		}
 		if format != "jsonl" && format != "json" && format != "csv" {
-			res.Skipped = append(res.Skipped, Skipped{name, "not .jsonl, .json or .csv"})
+			res.Skipped = append(res.Skipped, Skipped{name, "not .jsonl, .json, .csv or .tsv"})
 			continue
 		}
 		if name == "manifest.json" {

@@ -56,7 +56,7 @@ func TestInitGo(t *testing.T) {
 	src, skipped, k, out := initGo(t, dir)
 	assert.ElementsMatch(t, []prefixes.Skipped{
 		{File: "broken.jsonl", Reason: "line 1 is not a JSON object: invalid character 'n' looking for beginning of object key string"},
-		{File: "notes.txt", Reason: "not .jsonl, .json or .csv"},
+		{File: "notes.txt", Reason: "not .jsonl, .json, .csv or .tsv"},
 	}, skipped)
 	for _, want := range []string{
 		"// language: go\n",

@@ -99,7 +99,7 @@ func TestInitRealWorld(t *testing.T) {
 			require.NoError(t, err)
 			text := string(src)
 			assert.Equal(t, map[string]string{
-				"README.md":       "not .jsonl, .json or .csv",
+				"README.md":       "not .jsonl, .json, .csv or .tsv",
 				"broken.json":     "not valid JSON: invalid character '}' looking for beginning of object key string",
 				"empty.csv":       "empty CSV (no header)",
 				"header-only.csv": "no records",
@@ -150,7 +150,7 @@ func TestInitRealWorldGo(t *testing.T) {
 	require.NoError(t, err)
 	text := string(src)
 	assert.Equal(t, map[string]string{
-		"README.md":       "not .jsonl, .json or .csv",
+		"README.md":       "not .jsonl, .json, .csv or .tsv",
 		"broken.json":     "not valid JSON: invalid character '}' looking for beginning of object key string",
 		"empty.csv":       "empty CSV (no header)",
 		"header-only.csv": "no records",

@@ -201,7 +201,7 @@ func TestInit(t *testing.T) {
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []prefixes.Skipped{
 		{File: "broken.jsonl", Reason: "line 1 is not a JSON object: invalid character 'n' looking for beginning of object key string"},
-		{File: "notes.txt", Reason: "not .jsonl, .json or .csv"},
+		{File: "notes.txt", Reason: "not .jsonl, .json, .csv or .tsv"},
 	}, skipped)
 	text := string(src)
 	assert.Contains(t, text, `class_ = load_jsonl("class.jsonl")`, "a keyword is made a valid name")

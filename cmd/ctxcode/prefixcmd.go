@@ -209,7 +209,7 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *dir == "" {
-		return usagef("prefix init: --data is required: the folder of .jsonl, .json and .csv files")
+		return usagef("prefix init: --data is required: the folder of .jsonl, .json, .csv and .tsv files")
 	}
 	l, err := kernel.ParseLanguage(*lang)
 	if err != nil {

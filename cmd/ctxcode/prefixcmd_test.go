@@ -95,7 +95,7 @@ func TestPrefixInit(t *testing.T) {
 
 	got := runCLI(t, "", "prefix", "init", "--data", dir, "--out", out)
 	require.Equal(t, 0, got.code, got.stderr)
-	assert.Contains(t, got.stderr, "skipped readme.md: not .jsonl, .json or .csv")
+	assert.Contains(t, got.stderr, "skipped readme.md: not .jsonl, .json, .csv or .tsv")
 	assert.Contains(t, got.stdout, "ctxcode prefix verify "+out)
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
