@@ -36,8 +36,8 @@ package report
 //     cells do not already show them), each cell as In/Out blocks (the
 //     code as it ran, or condition A's bash command or read arguments; the
 //     output as the model read it, with the harness's "[ctxcode: ...]"
-//     notes marked), restarts, the answer and its source, the end and the
-//     grade. A trajectory that is missing, unreadable, outside the run
+//     notes marked), restarts (each after the cell whose code killed the
+//     kernel), the answer and its source, the end and the grade. A trajectory that is missing, unreadable, outside the run
 //     directory (Run.ReadTrajectory) or has lines that are not JSON is said
 //     so in a line; the page is still written.
 //
@@ -494,6 +494,8 @@ func linesText(ns []int) string {
 func transcriptSteps(events []*htmlEvent) []htmlStep {
 	var steps []htmlStep
 	var setup *htmlSetup
+	events = restartsAfterCells(events, func(e *htmlEvent) bool { return e.Type == "restart" },
+		func(e *htmlEvent) bool { return e.Type == "cell" })
 	for i, e := range events {
 		switch e.Type {
 		case "run":

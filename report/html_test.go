@@ -29,7 +29,7 @@ const (
 	htmlEvilTrial    = "reference.B.s-t4-2.r1" // the model's text above
 	htmlMissingTrial = "reference.C.s-t8-3.r2" // its trajectory deleted
 	htmlBadLineTrial = "reference.D.s-t1-1.r1" // a line that is not JSON
-	htmlRestartTrial = "reference.D.s-t4-2.r1" // a kernel restart before its cell
+	htmlRestartTrial = "reference.D.s-t4-2.r1" // a kernel restart, written before the cell that killed the kernel
 	htmlRepairTrial  = "reference.C.s-t1-1.r1" // fences the harness took out
 	htmlCLITrial     = "reference.A.s-t1-1.r1" // condition A's bash call
 	htmlInfraTrial   = "reference.B.s-t1-1.r2" // an infra failure
@@ -356,6 +356,38 @@ func TestHTMLTranscripts(t *testing.T) {
 			for _, n := range tt.not {
 				assert.NotContains(t, block, n)
 			}
+		})
+	}
+}
+
+// A restart is shown after the cell whose code killed the kernel, though
+// the trajectory writes it before that cell's event.
+func TestHTMLRestartFollowsItsCell(t *testing.T) {
+	page, _, _ := htmlPageOf(t)
+	block := htmlTrialBlock(t, page, "t-"+htmlRestartTrial)
+	cell, restart := strings.Index(block, `<div class="cell `), strings.Index(block, `<p class="restart">`)
+	require.Positive(t, cell)
+	require.Positive(t, restart)
+	assert.Less(t, cell, restart, "the cell, then the restart it caused")
+	assert.Equal(t, 1, strings.Count(block, `<p class="restart">`))
+}
+
+// TestRestartsAfterCells: a restart moves after the cell event that
+// follows it (the cell whose code killed the kernel); one with no cell
+// right after it stays.
+func TestRestartsAfterCells(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"kRc", "kcR"},       // call, restart, its cell
+		{"kRckRc", "kcRkcR"}, // two turns, each with a restart
+		{"kcR", "kcR"},       // a run stopped while restarting: nothing follows
+		{"kRk", "kRk"},       // not a cell after it
+		{"RcRc", "cRcR"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got := restartsAfterCells([]byte(tt.in), func(b byte) bool { return b == 'R' }, func(b byte) bool { return b == 'c' })
+			assert.Equal(t, tt.want, string(got))
 		})
 	}
 }

@@ -42,8 +42,8 @@ package report
 //     code cells holding one comment, "# read <arguments as they came>",
 //     since a read is served by ctxcode, not code, and their output is the
 //     numbered lines. A call whose arguments did not read is a Markdown
-//     cell with them. A kernel restart is a Markdown cell where it
-//     happened;
+//     cell with them. A kernel restart is a Markdown cell after the
+//     cell whose code killed the kernel (and that cell's notes);
 //  5. a Markdown cell "Answer": the value and its source, the status and
 //     the run's cost, and the grade (verdict, reason, gold).
 //
@@ -88,6 +88,7 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -444,6 +445,23 @@ func readEvent(runs *[]*runLog, n int, text []byte) error {
 	return nil
 }
 
+// restartsAfterCells is steps with each restart moved after the cell that
+// follows it. A trajectory records a restart as soon as the kernel is
+// back, before the event of the cell whose code killed it (that event,
+// with the note the model read, is written next); a reader is shown the
+// cell first, then what it caused. A restart with no cell right after it
+// (a run stopped while the kernel restarted) stays where it is.
+func restartsAfterCells[T any](steps []T, restart, cell func(T) bool) []T {
+	out := slices.Clone(steps)
+	for i := 0; i+1 < len(out); i++ {
+		if restart(out[i]) && cell(out[i+1]) {
+			out[i], out[i+1] = out[i+1], out[i]
+			i++
+		}
+	}
+	return out
+}
+
 // nbBuilder collects the notebook's cells.
 type nbBuilder struct {
 	cells []map[string]any
@@ -476,7 +494,9 @@ func (b *nbBuilder) run(r *runLog, i, n int) {
 		}
 		call, steps = nil, nil
 	}
-	for _, s := range r.steps {
+	isRestart := func(s any) bool { _, ok := s.(*restartEvent); return ok }
+	isCell := func(s any) bool { _, ok := s.(*cellEvent); return ok }
+	for _, s := range restartsAfterCells(r.steps, isRestart, isCell) {
 		if c, ok := s.(*callEvent); ok {
 			flush()
 			call = c
@@ -621,9 +641,8 @@ func loadPrefix(name, source, sha string) (*prefixes.Prefix, string) {
 	return p, ""
 }
 
-// turn writes one model call, then its cells and restarts in the order
-// they happened (a restart comes before the cell whose code killed the
-// kernel, as in the trajectory).
+// turn writes one model call, then its cells and restarts, each restart
+// after the cell whose code killed the kernel (restartsAfterCells).
 func (b *nbBuilder) turn(r *runLog, call *callEvent, steps []any) {
 	var cells []*cellEvent
 	for _, s := range steps {

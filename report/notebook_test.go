@@ -547,17 +547,21 @@ func TestTrajectoryNotebookRepairAndRestart(t *testing.T) {
 	notes := d.Cells[i+1].text()
 	assert.Equal(t, "**ctxcode:**\n\n- removed the Markdown fences around your code\n- removed the prose around the code block; only the code runs", notes)
 
+	// The cell that killed the kernel, its notes, then the restart it
+	// caused (the trajectory writes the restart first).
 	j := d.find("## Turn 2")
 	require.Greater(t, j, i)
-	restart := d.Cells[j+1]
-	assert.Equal(t, "markdown", restart.CellType)
-	assert.True(t, strings.HasPrefix(restart.text(), "**ctxcode: the kernel died and was restarted** (restart 1 of the run): "), restart.text())
-	died := d.Cells[j+2]
+	died := d.Cells[j+1]
+	assert.Equal(t, "code", died.CellType)
 	assert.Equal(t, "import os; os._exit(3)", died.text(), "a code cell, not escaped")
 	assert.Nil(t, died.ExecutionCount, "the cell never finished")
 	assert.Empty(t, died.Outputs)
-	assert.Contains(t, d.Cells[j+3].text(), "**ctxcode:** the kernel died (")
-	assert.Contains(t, d.Cells[j+3].text(), "and was restarted; the prefix ran again (6 cells)")
+	assert.Contains(t, d.Cells[j+2].text(), "**ctxcode:** the kernel died (")
+	assert.Contains(t, d.Cells[j+2].text(), "and was restarted; the prefix ran again (6 cells)")
+	restart := d.Cells[j+3]
+	assert.Equal(t, "markdown", restart.CellType)
+	assert.True(t, strings.HasPrefix(restart.text(), "**ctxcode: the kernel died and was restarted** (restart 1 of the run): "), restart.text())
+	assert.Equal(t, "## Turn 3", strings.SplitN(d.Cells[j+4].text(), "\n", 2)[0], "the restart ends the turn")
 
 	after := d.code()[len(d.code())-1]
 	require.NotNil(t, after.ExecutionCount)
