@@ -35,7 +35,9 @@
 //
 // Each retry is reported to Config.OnRetry, when set, before its wait
 // (what failed, the wait, attempt k of n), so a command can show one
-// progress line per retry.
+// progress line per retry. A call that retried and still failed says so in
+// the same terms: "gave up after attempt k of n", with why when k < n (a
+// failure that is not retried, a second reply that is not a completion).
 //
 // Clients that share an endpoint can share a Config.Gate: Complete waits
 // for it before every attempt, the first included, and tells it of every

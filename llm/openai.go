@@ -293,8 +293,8 @@ func (c *OpenAI) Complete(ctx context.Context, req session.Request) (reply Reply
 		}
 		if !x.retry || retry >= c.cfg.MaxRetries {
 			if reply.Attempts > 1 {
-				return reply, fmt.Errorf("model %s: gave up after %d attempts (%s spent waiting): %w",
-					c.cfg.Model, reply.Attempts, reply.Waited.Round(time.Millisecond), err)
+				return reply, fmt.Errorf("model %s: %s (%s spent waiting): %w",
+					c.cfg.Model, c.gaveUp(reply.Attempts, x), reply.Waited.Round(time.Millisecond), err)
 			}
 			return reply, fmt.Errorf("model %s: %w", c.cfg.Model, err)
 		}
@@ -313,6 +313,20 @@ func (c *OpenAI) Complete(ctx context.Context, req session.Request) (reply Reply
 				c.cfg.Model, wait.Round(time.Millisecond), reply.Attempts, err)
 		}
 	}
+}
+
+// gaveUp says how a call that retried ended, in the terms of the retry
+// lines (Retry.String: "attempt k of n failed"): its last attempt, of the
+// most it may make, and why it stopped before them.
+func (c *OpenAI) gaveUp(attempts int, x *exchange) string {
+	most := 1 + c.cfg.MaxRetries
+	switch {
+	case attempts >= most:
+		return fmt.Sprintf("gave up after attempt %d of %d", attempts, most)
+	case x.notCompletion:
+		return fmt.Sprintf("gave up after attempt %d of %d: a second reply that is not a chat completion ends the call", attempts, most)
+	}
+	return fmt.Sprintf("gave up after attempt %d of %d: this failure is not retried", attempts, most)
 }
 
 // gateWait waits for Config.Gate, if any, before the next attempt, and

@@ -5,9 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -315,7 +320,7 @@ func TestRetriesExhausted(t *testing.T) {
 
 	reply, err := newClient(t, cfg).Complete(context.Background(), simpleRequest())
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "gave up after 4 attempts")
+	assert.Contains(t, err.Error(), "gave up after attempt 4 of 4")
 	assert.Contains(t, err.Error(), "overloaded")
 	var apiErr *APIError
 	require.ErrorAs(t, err, &apiErr)
@@ -359,7 +364,7 @@ func TestMalformedBody(t *testing.T) {
 		require.Error(t, err)
 		assert.Equal(t, 2, reply.Attempts, "a server that answers 200 with something else will not change its mind")
 		msg := err.Error()
-		assert.Contains(t, msg, "gave up after 2 attempts")
+		assert.Contains(t, msg, "gave up after attempt 2 of 6: a second reply that is not a chat completion ends the call")
 		assert.Contains(t, msg, f.URL)
 		assert.Contains(t, msg, "not a chat completion")
 		assert.Contains(t, msg, "<html>not an API</html>", "the head of the body helps to see what answered")
@@ -421,6 +426,81 @@ func TestRetriesAreReported(t *testing.T) {
 		assert.Zero(t, got[0].Status)
 		assert.Contains(t, got[0].String(), "attempt 1 of 6 failed (connection to ")
 	})
+}
+
+// TestGaveUpMatchesTheAttemptsPrinted: against a server that always fails,
+// the attempts the server counts, the retry lines (attempt k of n) and the
+// error's "gave up after attempt k of n" agree; a call that stops before n
+// says why.
+func TestGaveUpMatchesTheAttemptsPrinted(t *testing.T) {
+	const maxRetries = 3
+	tests := []struct {
+		name    string
+		fail    func(w http.ResponseWriter, n int64) // n: the request's number, from 1
+		want    int                                  // attempts made
+		because string                               // why fewer than 1 + maxRetries
+	}{
+		{"a 500 every time", func(w http.ResponseWriter, _ int64) {
+			w.WriteHeader(500)
+			_, _ = w.Write([]byte(errorBody("boom", "server_error", "")))
+		}, 1 + maxRetries, ""},
+		{"a 429 every time", func(w http.ResponseWriter, _ int64) {
+			w.Header().Set("Retry-After-Ms", "1")
+			w.WriteHeader(429)
+			_, _ = w.Write([]byte(errorBody("Rate limit reached", "requests", "rate_limit_exceeded")))
+		}, 1 + maxRetries, ""},
+		{"a hang-up every time", func(w http.ResponseWriter, _ int64) {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if assert.NoError(t, err) {
+				_ = conn.Close()
+			}
+		}, 1 + maxRetries, ""},
+		{"a web page every time", func(w http.ResponseWriter, _ int64) {
+			_, _ = w.Write([]byte("<html>not an API</html>"))
+		}, 2, "a second reply that is not a chat completion ends the call"},
+		{"a 500, then a 400 every time", func(w http.ResponseWriter, n int64) {
+			if n == 1 {
+				w.WriteHeader(500)
+				_, _ = w.Write([]byte(errorBody("boom", "server_error", "")))
+				return
+			}
+			w.WriteHeader(400)
+			_, _ = w.Write([]byte(errorBody("bad request", "invalid_request_error", "")))
+		}, 2, "this failure is not retried"},
+	}
+	gaveUp := regexp.MustCompile(`gave up after attempt (\d+) of (\d+)(: [^(]*)? \(`)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var requests atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				tt.fail(w, requests.Add(1))
+			}))
+			t.Cleanup(srv.Close)
+			var lines []string
+			cfg := Config{Model: "m", BaseURL: srv.URL, APIKey: testKey, MaxRetries: maxRetries,
+				RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond,
+				OnRetry: func(r Retry) { lines = append(lines, r.String()) }}
+			reply, err := newClient(t, cfg).Complete(context.Background(), simpleRequest())
+			require.Error(t, err)
+
+			assert.Equal(t, int64(tt.want), requests.Load(), "attempts the server saw")
+			assert.Equal(t, tt.want, reply.Attempts)
+			require.Len(t, lines, tt.want-1, "a retry line per attempt but the last")
+			for i, l := range lines {
+				assert.Contains(t, l, fmt.Sprintf("model m: attempt %d of %d failed (", i+1, 1+maxRetries))
+			}
+			m := gaveUp.FindStringSubmatch(err.Error())
+			require.NotNil(t, m, "the error says the attempt it gave up after: %v", err)
+			assert.Equal(t, strconv.Itoa(tt.want), m[1], "the last attempt, as the server counted: %v", err)
+			assert.Equal(t, strconv.Itoa(1+maxRetries), m[2], "of the most, as the retry lines say: %v", err)
+			if tt.because == "" {
+				assert.Empty(t, m[3], "no reason when every attempt was made")
+			} else {
+				assert.Equal(t, ": "+tt.because, m[3], "why it stopped before the last attempt")
+			}
+		})
+	}
 }
 
 func TestTimeoutThenSuccess(t *testing.T) {

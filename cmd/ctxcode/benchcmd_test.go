@@ -254,7 +254,7 @@ func TestBenchServerErrorsAreInfra(t *testing.T) {
 		if tr.Task == "s-t1-1" {
 			assert.Equal(t, bench.ClassInfra, tr.Class)
 			assert.Equal(t, "model_error", string(tr.Status))
-			assert.Contains(t, tr.Error, "gave up after 6 attempts")
+			assert.Contains(t, tr.Error, "gave up after attempt 6 of 6")
 			assert.Equal(t, 5, tr.Retries)
 			assert.False(t, tr.Correct)
 		} else {
