@@ -344,6 +344,7 @@ const acquireTries = 3
 // line), or a FatalError (with a line when the trial ended in it).
 func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, skill string, l *Log, closing *sync.WaitGroup) (Trial, error) {
 	started := time.Now()
+	ctx = llm.WithLabel(ctx, "trial "+w.key.String()) // its retry lines say whose they are
 	cond := r.Conditions[w.cond]
 	var k *kernel.Client
 	var cells []session.Cell

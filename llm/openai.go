@@ -82,10 +82,11 @@ type Config struct {
 	// timeout of its own (Timeout bounds each attempt).
 	HTTPClient *http.Client
 	// OnRetry, when set, hears of each retry before its wait: what failed,
-	// how long Complete will wait, and which attempt of how many it was
-	// (Retry.String is one line for a person). It is called on the
-	// goroutine of Complete, so concurrent calls may call it concurrently;
-	// it must return quickly. Nil reports nothing.
+	// how long Complete will wait, which attempt of how many it was, and
+	// the label of the call's context (WithLabel), which tells concurrent
+	// calls apart (Retry.String is one line for a person). It is called
+	// on the goroutine of Complete, so concurrent calls may call it
+	// concurrently; it must return quickly. Nil reports nothing.
 	OnRetry func(Retry)
 	// Gate, when set, paces the attempts of every client that shares it:
 	// Complete calls Gate.Wait before each attempt (the first and every
@@ -99,6 +100,9 @@ type Config struct {
 
 // Retry is one failed attempt that Complete is about to try again.
 type Retry struct {
+	// Label names the call's caller, from its context (WithLabel): which
+	// of several concurrent calls this is. "" when the context has none.
+	Label    string
 	Model    string        // the model the request named
 	Attempt  int           // the attempt that failed, from 1
 	Attempts int           // the most attempts the call may make: 1 + MaxRetries
@@ -108,7 +112,8 @@ type Retry struct {
 }
 
 // String is the retry as one progress line: "model m: attempt 1 of 6
-// failed (429 Too Many Requests), retrying in 2s".
+// failed (429 Too Many Requests), retrying in 2s", after "LABEL: " when the
+// call's context has a label (WithLabel).
 func (r Retry) String() string {
 	why := ""
 	switch {
@@ -120,8 +125,28 @@ func (r Retry) String() string {
 	case r.Err != nil:
 		why = r.Err.Error()
 	}
-	return fmt.Sprintf("model %s: attempt %d of %d failed (%s), retrying in %s",
-		r.Model, r.Attempt, r.Attempts, why, r.Wait.Round(time.Millisecond))
+	label := ""
+	if r.Label != "" {
+		label = r.Label + ": "
+	}
+	return fmt.Sprintf("%smodel %s: attempt %d of %d failed (%s), retrying in %s",
+		label, r.Model, r.Attempt, r.Attempts, why, r.Wait.Round(time.Millisecond))
+}
+
+type labelKey struct{}
+
+// WithLabel returns ctx carrying label, a name for the calls made with it
+// (bench: "trial MODEL/CONDITION/TASK/rREP"). Complete puts it in each
+// Retry it reports, so that the retry lines of calls that run at once say
+// whose they are.
+func WithLabel(ctx context.Context, label string) context.Context {
+	return context.WithValue(ctx, labelKey{}, label)
+}
+
+// labelOf is the label ctx carries (WithLabel), "" for none.
+func labelOf(ctx context.Context) string {
+	s, _ := ctx.Value(labelKey{}).(string)
+	return s
 }
 
 // DefaultConfig is the configuration with every default filled in, the
@@ -303,7 +328,7 @@ func (c *OpenAI) Complete(ctx context.Context, req session.Request) (reply Reply
 			if status < 300 {
 				status = 0 // a 2xx that failed: its error says how
 			}
-			c.cfg.OnRetry(Retry{Model: c.cfg.Model, Attempt: reply.Attempts, Attempts: 1 + c.cfg.MaxRetries,
+			c.cfg.OnRetry(Retry{Label: labelOf(ctx), Model: c.cfg.Model, Attempt: reply.Attempts, Attempts: 1 + c.cfg.MaxRetries,
 				Status: status, Err: c.redactErr(err), Wait: wait})
 		}
 		slept, err := sleep(ctx, wait)

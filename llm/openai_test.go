@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -415,6 +416,17 @@ func TestRetriesAreReported(t *testing.T) {
 	assert.Equal(t, seen[0].Wait+seen[1].Wait, reply.Waited, "the reply says how long it waited")
 	assert.NotContains(t, fmt.Sprint(seen), testKey)
 
+	t.Run("the label of the call's context", func(t *testing.T) {
+		f := llmtest.NewServer(t, llmtest.Reply{Status: 500, Body: errorBody("boom", "server_error", "")}, llmtest.Reply{Body: completion("ok", plainUsage)})
+		cfg := testConfig(f)
+		var got []Retry
+		cfg.OnRetry = func(r Retry) { got = append(got, r) }
+		_, err := newClient(t, cfg).Complete(WithLabel(context.Background(), "trial m/D/s-t1-1/r1"), simpleRequest())
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		assert.Equal(t, "trial m/D/s-t1-1/r1", got[0].Label)
+		assert.True(t, strings.HasPrefix(got[0].String(), "trial m/D/s-t1-1/r1: model test-model: attempt 1 of 6 failed (500 "), got[0].String())
+	})
 	t.Run("a failure without a status", func(t *testing.T) {
 		f := llmtest.NewServer(t, llmtest.Reply{Hangup: true}, llmtest.Reply{Body: completion("ok", plainUsage)})
 		cfg := testConfig(f)

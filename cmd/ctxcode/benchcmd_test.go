@@ -284,6 +284,36 @@ func TestBenchServerErrorsAreInfra(t *testing.T) {
 	assert.FileExists(t, filepath.Join(out, first[0].Trajectory))
 }
 
+// TestBenchRetryLinesNameTheirTrial: trials that run at once and are both
+// retried print retry lines that each say whose they are.
+func TestBenchRetryLinesNameTheirTrial(t *testing.T) {
+	requireDocker(t)
+	data := pmData(t)
+	tasks := builtinTasks(t, data)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	fail := llmtest.Error(500, "server_error", "The server had an error while processing your request")
+	fail.Header = http.Header{"Retry-After-Ms": []string{"1"}}
+	api := newTaskAPI(t, map[string][]llmtest.Reply{
+		tasks["s-t1-1"].Question: {fail, answerReply(t, tasks["s-t1-1"].Gold)},
+		tasks["s-t1-2"].Question: {fail, fail, answerReply(t, tasks["s-t1-2"].Gold)},
+	})
+	out := filepath.Join(t.TempDir(), "run")
+	got := runCLI(t, "", "bench", "--model", "m", "--base-url", api.URL, "--data", data, "--conditions", "D",
+		"--task", "s-t1-1,s-t1-2", "--parallel", "2", "--out", out)
+	require.Equal(t, exitOK, got.code, got.stderr)
+	var retries []string
+	for _, l := range strings.Split(got.stderr, "\n") {
+		if strings.Contains(l, " failed (500") {
+			retries = append(retries, l)
+		}
+	}
+	assert.ElementsMatch(t, []string{
+		"ctxcode: trial m/D/s-t1-1/r1: model m: attempt 1 of 6 failed (500 Internal Server Error), retrying in 1ms",
+		"ctxcode: trial m/D/s-t1-2/r1: model m: attempt 1 of 6 failed (500 Internal Server Error), retrying in 1ms",
+		"ctxcode: trial m/D/s-t1-2/r1: model m: attempt 2 of 6 failed (500 Internal Server Error), retrying in 1ms",
+	}, retries, got.stderr)
+}
+
 // TestBenchKernelDeathRestarts: a cell that kills the kernel inside a
 // trial restarts it; the trial answers after the restart, told what
 // happened, and the other trials of the run go on.
