@@ -21,8 +21,9 @@ package report
 //     data-model and data-condition, so that tests (and readers' tools)
 //     can find them;
 //  4. the attribution, every condition against the baseline, and the second
-//     run against the first, when the report has them;
-//  5. the per-task table of the first run: correct of the reps, mean turns,
+//     run against the first, when the report has them (with two runs, the
+//     first two are of the first run only, and their titles say so);
+//  5. the per-task table of each run: correct of the reps, mean turns,
 //     mean context tokens, and a link per rep to its transcript;
 //  6. the notes;
 //  7. the transcripts, grouped by task: a <details id="t-NAME"> per trial,
@@ -91,8 +92,8 @@ type htmlPage struct {
 	Money       bool
 	Estimated   bool
 	Chart       htmlChart
-	TaskHead    []string
-	Tasks       []htmlTaskRow
+	Titles      titles
+	TaskTables  []htmlTaskTable // the first run's, then the second's
 	Transcripts []htmlTranscripts
 }
 
@@ -305,13 +306,35 @@ func newHTMLPage(rep *Report, runs []*Run, runLink string) *htmlPage {
 		}
 		p.Transcripts = append(p.Transcripts, htmlTranscripts{Label: label, Groups: transcriptGroups(i, r, anchors, nbs)})
 	}
-	if len(rep.Tasks) > 0 {
-		for _, c := range rep.Tasks[0].Cells {
-			p.TaskHead = append(p.TaskHead, cellLabel(c, rep))
+	p.Titles = sectionTitles(rep)
+	for run, tasks := range [][]TaskRow{rep.Tasks, rep.SecondTasks} {
+		if len(tasks) > 0 {
+			p.TaskTables = append(p.TaskTables, taskTable(rep, run, tasks, anchors, run < len(runs)))
 		}
 	}
-	for _, t := range rep.Tasks {
-		row := htmlTaskRow{Task: t.Task, Question: t.Question, Anchor: anchors.task(0, t.Task)}
+	return p
+}
+
+// htmlTaskTable is the per-task table of one run.
+type htmlTaskTable struct {
+	ID, Title string
+	Linked    bool // each rep links to its transcript
+	Head      []string
+	Rows      []htmlTaskRow
+}
+
+// taskTable is the per-task table of run (from 0); linked says the page
+// holds the run's transcripts, for each rep to link to its own.
+func taskTable(rep *Report, run int, tasks []TaskRow, anchors *htmlAnchors, linked bool) htmlTaskTable {
+	tt := htmlTaskTable{ID: "tasks", Title: sectionTitles(rep).tasks[run], Linked: linked}
+	if run > 0 {
+		tt.ID = fmt.Sprintf("tasks-%d", run+1)
+	}
+	for _, c := range tasks[0].Cells {
+		tt.Head = append(tt.Head, cellLabel(c, rep, run))
+	}
+	for _, t := range tasks {
+		row := htmlTaskRow{Task: t.Task, Question: t.Question, Anchor: anchors.task(run, t.Task)}
 		for _, c := range t.Cells {
 			cell := htmlTaskCell{Infra: c.Infra}
 			switch {
@@ -328,16 +351,16 @@ func newHTMLPage(rep *Report, runs []*Run, runLink string) *htmlPage {
 				cell.Text = fmt.Sprintf("%d/%d · %.1f turns · %.0f", c.Correct, c.Reps, c.Turns, c.Context)
 			}
 			for i, tr := range c.Trials {
-				if len(runs) == 0 {
+				if !linked {
 					break // no transcripts to link to
 				}
-				cell.Links = append(cell.Links, htmlLink{fmt.Sprintf("r%d", i+1), "#" + anchors.trial(0, tr)})
+				cell.Links = append(cell.Links, htmlLink{fmt.Sprintf("r%d", i+1), "#" + anchors.trial(run, tr)})
 			}
 			row.Cells = append(row.Cells, cell)
 		}
-		p.Tasks = append(p.Tasks, row)
+		tt.Rows = append(tt.Rows, row)
 	}
-	return p
+	return tt
 }
 
 // htmlAnchors names the page's anchors: a trial's is "t-" and its
@@ -1025,10 +1048,10 @@ svg.ladder .acc-label{font-size:12px}
 <main>
 <h1>ctxcode report</h1>
 <nav class="toc"><a href="#ladder">Ladder</a><a href="#chart">Chart</a>
-{{- if .Rep.Layers}}<a href="#attribution">Attribution</a>{{end}}
-{{- if .Rep.Versus}}<a href="#versus">Against {{.Rep.Baseline}}</a>{{end}}
+{{- if .Rep.Layers}}<a href="#attribution">Attribution{{if .ManyRuns}} (run 1){{end}}</a>{{end}}
+{{- if .Rep.Versus}}<a href="#versus">Against {{.Rep.Baseline}}{{if .ManyRuns}} (run 1){{end}}</a>{{end}}
 {{- if .Rep.Pairs}}<a href="#pairs">Second run against first</a>{{end}}
-{{- if .Tasks}}<a href="#tasks">Per task</a>{{end}}
+{{- range .TaskTables}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}
 {{- if .Rep.Notes}}<a href="#notes">Notes</a>{{end}}
 {{- if .Transcripts}}<a href="#transcripts">Transcripts</a>{{end}}</nav>
 {{range .Heads}}
@@ -1101,30 +1124,30 @@ svg.ladder .acc-label{font-size:12px}
 </tbody></table></div>{{end}}
 {{if .Rep.Layers}}
 <section id="attribution">
-<h2>The attribution, paired by task</h2>
+<h2>{{.Titles.Layers}}</h2>
 <p class="lede">Each layer is the later condition against the earlier one: the geometric mean over tasks of the per-task ratio of mean tokens [bootstrap 95% interval], and the paired difference in accuracy. A ratio below 1 is a saving.</p>
 {{template "comparisons" (comparisons "layer" .Rep.Layers)}}
 </section>
 {{end}}
 {{- if .Rep.Versus}}
 <section id="versus">
-<h2>Every condition against {{.Rep.Baseline}}, paired by task</h2>
+<h2>{{.Titles.Versus}}</h2>
 {{template "comparisons" (comparisons "comparison" .Rep.Versus)}}
 </section>
 {{end}}
 {{- if .Rep.Pairs}}
 <section id="pairs">
-<h2>The second run against the first, paired by (condition, task)</h2>
+<h2>{{.Titles.Pairs}}</h2>
 {{template "comparisons" (comparisons "condition" .Rep.Pairs)}}
 </section>
 {{end}}
-{{- if .Tasks}}
-<section id="tasks">
-<h2>Per task</h2>
-<p class="lede">Correct of the reps with a model result, mean turns, mean context tokens; each rep links to its transcript below.</p>
+{{- range .TaskTables}}
+<section id="{{.ID}}">
+<h2>{{.Title}}</h2>
+<p class="lede">Correct of the reps with a model result, mean turns, mean context tokens{{if .Linked}}; each rep links to its transcript below{{end}}.</p>
 <div class="scroll"><table class="tasks">
-<thead><tr><th>task</th>{{range .TaskHead}}<th>{{.}}</th>{{end}}</tr></thead>
-<tbody>{{range .Tasks}}
+<thead><tr><th>task</th>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Rows}}
 <tr><td><a href="#{{.Anchor}}" title="{{.Question}}">{{.Task}}</a></td>{{range .Cells}}<td class="{{.Class}}">{{.Text}}{{if .Infra}} · <span class="infra-tag">{{.Infra}} infra</span>{{end}}{{if .Links}} · <span class="links">{{range .Links}}<a href="{{.Href}}">{{.Label}}</a>{{end}}</span>{{end}}</td>{{end}}</tr>{{end}}
 </tbody></table></div>
 </section>

@@ -411,6 +411,25 @@ func TestHTMLTwoRuns(t *testing.T) {
 	}
 	assert.True(t, seen["t-2~"+htmlCLITrial], "the second run's transcripts are t-2~NAME")
 	assert.Contains(t, page, "<h2>Run 2</h2>")
+
+	// The sections of the first run only say so; each run has its per-task
+	// table, which links its own transcripts.
+	assert.Contains(t, page, "<h2>The attribution of run 1 only, paired by task</h2>")
+	assert.Contains(t, page, "<h2>Every condition against A, run 1 only, paired by task</h2>")
+	for i, want := range []struct{ id, title, prefix string }{{"tasks", "Per task, run 1", "t-"}, {"tasks-2", "Per task, run 2", "t-2~"}} {
+		start := strings.Index(page, `<section id="`+want.id+`">`)
+		require.GreaterOrEqual(t, start, 0, "no section %s", want.id)
+		section := page[start:]
+		section = section[:strings.Index(section, "</section>")]
+		assert.Contains(t, section, "<h2>"+want.title+"</h2>")
+		links := regexp.MustCompile(`href="#(t-[^"]+)"`).FindAllStringSubmatch(section, -1)
+		assert.Len(t, links, len(runs[i].Final), "%s: a link per trial", want.id)
+		for _, l := range links {
+			assert.True(t, strings.HasPrefix(l[1], want.prefix) && (i == 1 || !strings.HasPrefix(l[1], "t-2~")), "%s links %s", want.id, l[1])
+			assert.True(t, seen[l[1]], "the link to %s goes nowhere", l[1])
+		}
+		assert.Contains(t, page, `<a href="#`+want.id+`">`+want.title+`</a>`, "the table of contents")
+	}
 	assert.Equal(t, 1, strings.Count(page, `<line class="sep"`), "a line between the runs' groups")
 	assert.Contains(t, page, `>run 2</text>`)
 }

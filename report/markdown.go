@@ -8,10 +8,13 @@ import (
 	"strings"
 )
 
-// Markdown writes rep as GitHub-flavoured Markdown. runLink is the path
-// from the Markdown file's folder to the (first) run directory, for the
-// links to each trial's trajectory; "" for none.
-func Markdown(w io.Writer, rep *Report, runLink string) error {
+// Markdown writes rep as GitHub-flavoured Markdown. runLinks are the paths
+// from the Markdown file's folder to the run directories, the first run's
+// then the second's, for the links to each trial's trajectory; one left
+// out or "" links none of that run's. With two runs, the sections that
+// cover the first run only (the attribution, the comparisons with the
+// baseline) say so in their titles, and each run has its per-task table.
+func Markdown(w io.Writer, rep *Report, runLinks ...string) error {
 	var b strings.Builder
 	b.WriteString("# ctxcode report\n\n")
 	for i, r := range rep.Runs {
@@ -64,32 +67,44 @@ func Markdown(w io.Writer, rep *Report, runLink string) error {
 		}
 	}
 
+	s := sectionTitles(rep)
 	if len(rep.Layers) > 0 {
-		b.WriteString("\n## The attribution, paired by task\n\n")
+		b.WriteString("\n## " + s.Layers + "\n\n")
 		b.WriteString("Each layer is the later condition against the earlier one: the geometric mean over tasks of the per-task ratio of mean tokens [bootstrap 95% interval], and the paired difference in accuracy. A ratio below 1 is a saving.\n\n")
 		comparisons(&b, rep.Layers, "layer")
 	}
 	if len(rep.Versus) > 0 {
-		fmt.Fprintf(&b, "\n## Every condition against %s, paired by task\n\n", rep.Baseline)
+		b.WriteString("\n## " + s.Versus + "\n\n")
 		comparisons(&b, rep.Versus, "comparison")
 	}
 	if len(rep.Pairs) > 0 {
-		b.WriteString("\n## The second run against the first, paired by (condition, task)\n\n")
+		b.WriteString("\n## " + s.Pairs + "\n\n")
 		comparisons(&b, rep.Pairs, "condition")
 	}
 
-	if len(rep.Tasks) > 0 {
-		b.WriteString("\n## Per task\n\n")
-		b.WriteString("Correct of the reps with a model result, mean turns, mean context tokens; each rep links to its trajectory.\n\n")
+	for i, tasks := range [][]TaskRow{rep.Tasks, rep.SecondTasks} {
+		if len(tasks) == 0 {
+			continue
+		}
+		link := ""
+		if i < len(runLinks) {
+			link = runLinks[i]
+		}
+		b.WriteString("\n## " + s.tasks[i] + "\n\n")
+		b.WriteString("Correct of the reps with a model result, mean turns, mean context tokens")
+		if link != "" {
+			b.WriteString("; each rep links to its trajectory")
+		}
+		b.WriteString(".\n\n")
 		head := []string{"task"}
-		for _, c := range rep.Tasks[0].Cells {
-			head = append(head, cellLabel(c, rep))
+		for _, c := range tasks[0].Cells {
+			head = append(head, cellLabel(c, rep, i))
 		}
 		table(&b, head, len(head))
-		for _, t := range rep.Tasks {
+		for _, t := range tasks {
 			cells := []string{t.Task}
 			for _, c := range t.Cells {
-				cells = append(cells, taskCell(c, runLink))
+				cells = append(cells, taskCell(c, link))
 			}
 			row(&b, cells)
 		}
@@ -104,10 +119,32 @@ func Markdown(w io.Writer, rep *Report, runLink string) error {
 	return err
 }
 
-func cellLabel(c TaskCell, rep *Report) string {
+// titles are the titles of the sections after the ladder: with two runs,
+// those of the first run only say so.
+type titles struct {
+	Layers, Versus, Pairs string
+	tasks                 [2]string // per task, of each run
+}
+
+func sectionTitles(rep *Report) titles {
+	t := titles{Layers: "The attribution, paired by task",
+		Versus: fmt.Sprintf("Every condition against %s, paired by task", rep.Baseline),
+		Pairs:  "The second run against the first, paired by (condition, task)",
+		tasks:  [2]string{"Per task", "Per task"}}
+	if len(rep.Runs) > 1 {
+		t.Layers = "The attribution of run 1 only, paired by task"
+		t.Versus = fmt.Sprintf("Every condition against %s, run 1 only, paired by task", rep.Baseline)
+		t.tasks = [2]string{"Per task, run 1", "Per task, run 2"}
+	}
+	return t
+}
+
+// cellLabel is the head of a per-task column of run: its condition, and
+// its model when run has several.
+func cellLabel(c TaskCell, rep *Report, run int) string {
 	models := map[string]bool{}
 	for _, r := range rep.Rows {
-		if r.Run == 0 {
+		if r.Run == run {
 			models[r.Model] = true
 		}
 	}

@@ -167,7 +167,12 @@ type Report struct {
 	Baseline string       `json:"baseline"`
 	// Versus compares every condition with the baseline, per model.
 	Versus []Comparison `json:"versus_baseline"`
-	Tasks  []TaskRow    `json:"tasks"`
+	// Tasks are the first run's per-task rows; the attribution (Layers)
+	// and Versus are of the first run too.
+	Tasks []TaskRow `json:"tasks"`
+	// SecondTasks are the second run's per-task rows (two runs only),
+	// without notebooks.
+	SecondTasks []TaskRow `json:"second_run_tasks,omitempty"`
 	// Pairs compares the second run with the first, per condition (two
 	// runs only).
 	Pairs []Comparison `json:"pairs,omitempty"`
@@ -245,8 +250,8 @@ type Comparison struct {
 	FromModel string   `json:"from_model,omitempty"` // two runs: the first run's model, when it differs
 }
 
-// TaskRow is one task of the first run: per condition (in Report.Rows'
-// order), its reps' results.
+// TaskRow is one task of a run: per condition (in Report.Rows' order),
+// its reps' results.
 type TaskRow struct {
 	Task     string     `json:"task"`
 	Question string     `json:"question"`
@@ -331,6 +336,7 @@ func Build(runs []*Run, opts Options) (*Report, error) {
 	}
 	rep.Tasks = taskRows(first, opts.Notebooks)
 	if len(runs) == 2 {
+		rep.SecondTasks = taskRows(runs[1], false)
 		rep.Pairs, rep.Notes = pairRuns(runs[0], runs[1], rng, rep.Notes)
 	}
 	return rep, nil

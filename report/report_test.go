@@ -197,6 +197,38 @@ func TestTwoRunsArePaired(t *testing.T) {
 	assert.Len(t, rep.Rows, 10, "each run's rows")
 }
 
+// TestGoldenTwoRuns: a report of two runs says which sections cover the
+// first run only, and has a per-task table for each run, each linking its
+// own run's trajectories.
+func TestGoldenTwoRuns(t *testing.T) {
+	var runs []*Run
+	for _, dir := range []string{"runs/one", "runs/two"} {
+		r, err := Load(fixture)
+		require.NoError(t, err)
+		r.Dir = dir
+		runs = append(runs, r)
+	}
+	rep, err := Build(runs, Options{})
+	require.NoError(t, err)
+	require.Len(t, rep.SecondTasks, htmlFixtureTasks)
+	var md bytes.Buffer
+	require.NoError(t, Markdown(&md, rep, "one", "two"))
+	golden(t, "two-runs.md", md.Bytes())
+	js, err := json.MarshalIndent(rep, "", "  ")
+	require.NoError(t, err)
+	golden(t, "two-runs.json", append(js, '\n'))
+
+	text := md.String()
+	for _, h := range []string{"## The attribution of run 1 only, paired by task", "## Every condition against A, run 1 only, paired by task",
+		"## The second run against the first, paired by (condition, task)", "## Per task, run 1", "## Per task, run 2"} {
+		assert.Contains(t, text, "\n"+h+"\n")
+	}
+	run2 := text[strings.Index(text, "## Per task, run 2"):]
+	assert.Contains(t, run2, "[r1](two/trajectories/reference.A.s-t1-1.r1.jsonl)", "run 2's table links run 2's trajectories")
+	assert.NotContains(t, run2, "](one/")
+	assert.Equal(t, len(runs[1].Final), strings.Count(run2, "](two/trajectories/"), "a link per trial of run 2")
+}
+
 // Two runs of different data seeds share task ids but not their questions
 // or golds: those tasks are not paired, and a note says which.
 func TestTwoRunsPairOnlyTheSameTasks(t *testing.T) {

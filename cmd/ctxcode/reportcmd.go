@@ -29,7 +29,10 @@ against --baseline (default A); and a table per task linking each trial's
 trajectory.
 
 With two run directories the second is compared with the first, paired by
-condition and task (two models, or a harness before and after a change).
+condition and task (two models, or a harness before and after a change);
+the ladder shows both, the attribution and the comparisons with --baseline
+are of the first run (their titles say so), and each run has its per-task
+table linking its own trajectories (--notebooks writes the first run's).
 
 Writes RUNDIR/report.md and RUNDIR/report.html (replacing the ones a
 previous report wrote there), or the files --md and --html name (which
@@ -118,11 +121,15 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	var mdBuf bytes.Buffer
-	link, err := filepath.Rel(filepath.Dir(absPath(mdPath)), absPath(runs[0].Dir))
-	if err != nil {
-		link = absPath(runs[0].Dir)
+	var links []string // from the Markdown's folder to each run
+	for _, r := range runs {
+		link, err := filepath.Rel(filepath.Dir(absPath(mdPath)), absPath(r.Dir))
+		if err != nil {
+			link = absPath(r.Dir)
+		}
+		links = append(links, filepath.ToSlash(link))
 	}
-	if err := reports.Markdown(&mdBuf, rep, filepath.ToSlash(link)); err != nil {
+	if err := reports.Markdown(&mdBuf, rep, links...); err != nil {
 		return err
 	}
 	if err := writeAtomic("report", mdPath, mdBuf.Bytes(), true); err != nil {

@@ -61,6 +61,31 @@ func TestReportWritesBothFiles(t *testing.T) {
 	assert.Contains(t, string(md2), "]("+filepath.ToSlash(rel)+"/trajectories/")
 }
 
+// TestReportTwoRuns: the report of two runs, written in the first, says
+// which sections are of the first run only and links the second run's
+// trajectories from its own per-task table.
+func TestReportTwoRuns(t *testing.T) {
+	one, two := copyDir(t, reportFixture), copyDir(t, reportFixture)
+	got := runCLI(t, "", "report", one, two)
+	require.Equal(t, 0, got.code, got.stderr)
+	b, err := os.ReadFile(filepath.Join(one, "report.md"))
+	require.NoError(t, err)
+	md := string(b)
+	assert.Contains(t, md, "## The attribution of run 1 only, paired by task")
+	i := strings.Index(md, "## Per task, run 2")
+	require.GreaterOrEqual(t, i, 0, md)
+	rel, err := filepath.Rel(one, two)
+	require.NoError(t, err)
+	link := "](" + filepath.ToSlash(rel) + "/trajectories/reference.A.s-t1-1.r1.jsonl)"
+	assert.Contains(t, md[i:], link, "run 2's trajectories, relative to the report")
+	_, err = os.Stat(filepath.Join(one, filepath.FromSlash(link[2:len(link)-1])))
+	assert.NoError(t, err, "the link leads to the file")
+	page, err := os.ReadFile(filepath.Join(one, "report.html"))
+	require.NoError(t, err)
+	assert.Contains(t, string(page), `<section id="tasks-2">`)
+	assert.Contains(t, string(page), `href="#t-2~reference.A.s-t1-1.r1"`)
+}
+
 func TestReportBadInputExitsTwo(t *testing.T) {
 	run := copyDir(t, reportFixture)
 	existing := filepath.Join(t.TempDir(), "there.md")
