@@ -13,10 +13,11 @@ package report
 //  2. the ladder table: the Markdown's numbers, in the Markdown's formats
 //     (the same helpers' precisions; html_test.go checks the text against
 //     them), with the intervals in a quieter colour;
-//  3. the ladder chart (ladderChart): per row of the ladder, one bar of
-//     mean context tokens (left axis) and one of mean output tokens (right
-//     axis), each with the bootstrap 95% interval as a whisker, and the
-//     accuracy with its Wilson interval above the pair. Every bar is a
+//  3. the ladder chart (ladderChart): per row of the ladder, the accuracy
+//     with its Wilson interval at the top, one bar of mean context tokens
+//     in the upper panel and one of mean output tokens in the lower panel,
+//     each panel on its own scale, each bar with the bootstrap 95% interval
+//     as a whisker. Every bar is a
 //     <rect class="bar bar-context"> or "bar bar-output" with data-run,
 //     data-model and data-condition, so that tests (and readers' tools)
 //     can find them;
@@ -658,12 +659,21 @@ func cellOf(e *htmlEvent) *htmlCell {
 
 // htmlChart is the ladder chart's geometry, in the SVG's user units.
 type htmlChart struct {
-	W, H, MinWidth, MaxWidth     int
-	Left, Right, Top, Bottom     float64
-	AxisMidY, XLabelY, SepBottom float64
-	GridTicks, RightTicks        []htmlTick
-	Groups                       []htmlGroup
-	LegendY1, LegendY2, AccTextY float64
+	W, H, MinWidth, MaxWidth int
+	Left, Right              float64
+	XLabelY, SepBottom       float64
+	AccTextY                 float64
+	Panels                   []htmlPanel // context tokens, then output tokens
+	Groups                   []htmlGroup
+}
+
+// htmlPanel is one series' plot: its own scale, grid and axis, under its
+// title.
+type htmlPanel struct {
+	Series, Class, Title string // Class: the ticks' colour (ctx, out)
+	TitleY, Top, Bottom  float64
+	MidY                 float64 // of the axis title
+	Ticks                []htmlTick
 }
 
 type htmlTick struct {
@@ -694,20 +704,27 @@ type htmlBar struct {
 
 // The chart's layout, in user units (the SVG scales to its box).
 const (
-	chartGroupW = 80.0
-	chartBarW   = 26.0
-	chartBarGap = 4.0
-	chartLeft   = 64.0 // room for the left axis
-	chartRight  = 64.0 // and the right one
-	chartTop    = 104.0
-	chartPlotH  = 190.0
-	chartLineH  = 15.0
+	chartGroupW   = 80.0
+	chartMinPlotW = 360.0 // room for the panels' titles with few groups
+	chartBarW     = 32.0
+	chartLeft     = 64.0 // room for the axes' ticks and titles
+	chartRight    = 16.0
+	chartAccY     = 22.0  // the accuracy's baseline
+	chartCtxTop   = 76.0  // the context panel's plot
+	chartCtxH     = 150.0 //
+	chartPanelGap = 46.0  // from the context plot's bottom to the output plot's top: its "0" and the output panel's title
+	chartOutH     = 110.0
+	chartTitleUp  = 12.0 // a panel's title, above its plot
+	chartLineH    = 15.0
 )
 
 // ladderChart lays out the ladder chart: a group per row of the ladder,
-// with a bar of mean context tokens on the left axis's scale and one of
-// mean output tokens on the right axis's, whiskers from the bootstrap
-// interval, and the accuracy above.
+// with the accuracy above, a bar of mean context tokens in the upper panel
+// and one of mean output tokens in the lower panel, whiskers from the
+// bootstrap interval. Each panel has its own scale, grid and axis, and its
+// title says what it counts in which unit: output tokens are a small
+// fraction of context tokens, and bars side by side on two scales read as
+// comparable when they are not.
 //
 // The chart is SVG written here by hand rather than drawn with gonum/plot
 // (whose vgsvg backend would do the drawing): it is inline in the page,
@@ -719,12 +736,18 @@ const (
 // not otherwise need. The layout is a few dozen lines of arithmetic.
 func ladderChart(rep *Report) htmlChart {
 	n := len(rep.Rows)
-	ch := htmlChart{Left: chartLeft, Top: chartTop, Bottom: chartTop + chartPlotH,
-		LegendY1: 18, LegendY2: 38, AccTextY: chartTop - 34}
-	ch.Right = chartLeft + float64(max(n, 1))*chartGroupW
+	groupW := max(chartGroupW, chartMinPlotW/float64(max(n, 1)))
+	ch := htmlChart{Left: chartLeft, AccTextY: chartAccY}
+	ch.Right = chartLeft + float64(max(n, 1))*groupW
 	ch.W = int(ch.Right + chartRight)
-	ch.AxisMidY = (ch.Top + ch.Bottom) / 2
-	ch.XLabelY = ch.Bottom + 18
+	ctxTop, ctxStep := niceScale(maxOf(rep.Rows, func(r Row) Dist { return r.Context }))
+	outTop, outStep := niceScale(maxOf(rep.Rows, func(r Row) Dist { return r.Output }))
+	outPlotTop := chartCtxTop + chartCtxH + chartPanelGap
+	ch.Panels = []htmlPanel{
+		panel("context", "ctx", "context tokens per trial (mean)", chartCtxTop, chartCtxH, ctxTop, ctxStep),
+		panel("output", "out", "output tokens per trial (mean), its own scale", outPlotTop, chartOutH, outTop, outStep),
+	}
+	ch.XLabelY = outPlotTop + chartOutH + 18
 	models := map[string]bool{}
 	for _, r := range rep.Rows {
 		models[r.Model] = true
@@ -743,17 +766,8 @@ func ladderChart(rep *Report) htmlChart {
 	ch.MinWidth = int(0.66 * float64(ch.W))
 	ch.MaxWidth = int(1.3 * float64(ch.W))
 
-	ctxTop, ctxStep := niceScale(maxOf(rep.Rows, func(r Row) Dist { return r.Context }))
-	outTop, outStep := niceScale(maxOf(rep.Rows, func(r Row) Dist { return r.Output }))
-	y := func(v, top float64) float64 { return ch.Bottom - v/top*chartPlotH }
-	for v := 0.0; v <= ctxTop+ctxStep/2; v += ctxStep {
-		ch.GridTicks = append(ch.GridTicks, htmlTick{y(v, ctxTop), tickLabel(v)})
-	}
-	for v := 0.0; v <= outTop+outStep/2; v += outStep {
-		ch.RightTicks = append(ch.RightTicks, htmlTick{y(v, outTop), tickLabel(v)})
-	}
 	for i, r := range rep.Rows {
-		cx := chartLeft + (float64(i)+0.5)*chartGroupW
+		cx := chartLeft + (float64(i)+0.5)*groupW
 		g := htmlGroup{X: cx, Labels: []string{r.Condition}, Model: r.Model, Condition: r.Condition, Run: r.Run + 1}
 		if len(models) > 1 {
 			g.Labels = append(g.Labels, r.Model)
@@ -762,7 +776,7 @@ func ladderChart(rep *Report) htmlChart {
 			g.Labels = append(g.Labels, fmt.Sprintf("run %d", r.Run+1))
 		}
 		if i > 0 && (r.Model != rep.Rows[i-1].Model || r.Run != rep.Rows[i-1].Run) {
-			g.SepX = cx - chartGroupW/2
+			g.SepX = cx - groupW/2
 		}
 		if r.Graded > 0 {
 			g.Acc = fmt.Sprintf("%.0f%%", 100*r.Accuracy.Est)
@@ -775,12 +789,11 @@ func ladderChart(rep *Report) htmlChart {
 			d             Dist
 			top           float64
 		}{{"bar-context", "context tokens", r.Context, ctxTop}, {"bar-output", "output tokens", r.Output, outTop}} {
-			x := cx - chartBarGap/2 - chartBarW
-			if j == 1 {
-				x = cx + chartBarGap/2
-			}
-			b := htmlBar{Class: s.class, Series: s.series, X: x, W: chartBarW, CX: x + chartBarW/2,
-				Y: ch.Bottom, Lo: ch.Bottom, Hi: ch.Bottom, Condition: r.Condition, Model: r.Model, Run: r.Run + 1}
+			p := ch.Panels[j]
+			y := func(v float64) float64 { return p.Bottom - v/s.top*(p.Bottom-p.Top) }
+			x := cx - chartBarW/2
+			b := htmlBar{Class: s.class, Series: s.series, X: x, W: chartBarW, CX: cx,
+				Y: p.Bottom, Lo: p.Bottom, Hi: p.Bottom, Condition: r.Condition, Model: r.Model, Run: r.Run + 1}
 			label := r.Condition
 			if len(models) > 1 {
 				label = r.Model + " " + label
@@ -792,16 +805,26 @@ func ladderChart(rep *Report) htmlChart {
 				b.Empty = true
 				b.Title = fmt.Sprintf("%s, %s: no trial with a model result", label, s.series)
 			} else {
-				b.Y = y(s.d.Mean, s.top)
-				b.Lo, b.Hi = y(s.d.Lo, s.top), y(s.d.Hi, s.top)
+				b.Y = y(s.d.Mean)
+				b.Lo, b.Hi = y(s.d.Lo), y(s.d.Hi)
 				b.Title = fmt.Sprintf("%s, %s: mean %.0f [%.0f, %.0f] over %d trials", label, s.series, s.d.Mean, s.d.Lo, s.d.Hi, s.d.N)
 			}
-			b.H = ch.Bottom - b.Y
+			b.H = p.Bottom - b.Y
 			g.Bars = append(g.Bars, b)
 		}
 		ch.Groups = append(ch.Groups, g)
 	}
 	return ch
+}
+
+// panel is a series' plot from top, h high, on a scale from 0 to scaleMax
+// in steps of step.
+func panel(series, class, title string, top, h, scaleMax, step float64) htmlPanel {
+	p := htmlPanel{Series: series, Class: class, Title: title, TitleY: top - chartTitleUp, Top: top, Bottom: top + h, MidY: top + h/2}
+	for v := 0.0; v <= scaleMax+step/2; v += step {
+		p.Ticks = append(p.Ticks, htmlTick{p.Bottom - v/scaleMax*h, tickLabel(v)})
+	}
+	return p
 }
 
 func maxOf(rows []Row, f func(Row) Dist) float64 {
@@ -971,6 +994,7 @@ svg.ladder .tick{font-size:11px;fill:var(--muted)}
 svg.ladder .tick.ctx{fill:var(--ctx)}
 svg.ladder .tick.out{fill:var(--out)}
 svg.ladder .axis-title{font-size:11.5px}
+svg.ladder .panel-title{font-size:12px}
 svg.ladder .axis-title.ctx{fill:var(--ctx)}
 svg.ladder .axis-title.out{fill:var(--out)}
 svg.ladder .grid line{stroke:var(--line);stroke-width:1}
@@ -1038,6 +1062,7 @@ dl.run dd{margin-bottom:4px}
 svg.ladder text{font-size:14.5px}
 svg.ladder .tick{font-size:14px}
 svg.ladder .axis-title{font-size:14px}
+svg.ladder .panel-title{font-size:14px}
 svg.ladder .acc,svg.ladder .xlabel{font-size:16px}
 svg.ladder .acc-ci,svg.ladder .xlabel.sub{font-size:13px}
 svg.ladder .acc-label{font-size:12px}
@@ -1088,17 +1113,18 @@ svg.ladder .acc-label{font-size:12px}
 {{with .Chart}}<figure class="chart">
 <div class="scroll">
 <svg class="ladder" viewBox="0 0 {{.W}} {{.H}}" style="min-width:{{.MinWidth}}px;max-width:{{.MaxWidth}}px" role="img" aria-labelledby="chart-title">
-<title id="chart-title">Mean context and output tokens per trial, and accuracy, by condition</title>
-<g class="legend">
-<rect class="swatch swatch-context" x="{{f .Left}}" y="{{f (add .LegendY1 -10)}}" width="12" height="12"></rect><text x="{{f (add .Left 18)}}" y="{{f .LegendY1}}">context tokens per trial (left axis)</text>
-<rect class="swatch swatch-output" x="{{f .Left}}" y="{{f (add .LegendY2 -10)}}" width="12" height="12"></rect><text x="{{f (add .Left 18)}}" y="{{f .LegendY2}}">output tokens per trial (right axis)</text>
-</g>
-<g class="grid">{{$c := .}}{{range .GridTicks}}<line x1="{{f $c.Left}}" x2="{{f $c.Right}}" y1="{{f .Y}}" y2="{{f .Y}}"></line>{{end}}</g>
-<g class="axis axis-left">{{range .GridTicks}}<text class="tick ctx" x="{{f (add $c.Left -6)}}" y="{{f (add .Y 4)}}" text-anchor="end">{{.Label}}</text>{{end}}
-<text class="axis-title ctx" transform="translate(14 {{f .AxisMidY}}) rotate(-90)" text-anchor="middle">context tokens</text></g>
-<g class="axis axis-right">{{range .RightTicks}}<text class="tick out" x="{{f (add $c.Right 6)}}" y="{{f (add .Y 4)}}" text-anchor="start">{{.Label}}</text>{{end}}
-<text class="axis-title out" transform="translate({{f (add $c.Right 46)}} {{f .AxisMidY}}) rotate(90)" text-anchor="middle">output tokens</text></g>
+<title id="chart-title">Mean context tokens and mean output tokens per trial, each in its own panel on its own scale, and accuracy, by condition</title>
+{{- $c := .}}
 <text class="acc-label" x="{{f (add .Left -6)}}" y="{{f .AccTextY}}" text-anchor="end">accuracy</text>
+{{- range .Panels}}
+<g class="panel panel-{{.Series}}">
+<rect class="swatch swatch-{{.Series}}" x="{{f $c.Left}}" y="{{f (add .TitleY -10)}}" width="12" height="12"></rect><text class="panel-title" x="{{f (add $c.Left 18)}}" y="{{f .TitleY}}">{{.Title}}</text>
+<g class="grid">{{range .Ticks}}<line x1="{{f $c.Left}}" x2="{{f $c.Right}}" y1="{{f .Y}}" y2="{{f .Y}}"></line>{{end}}</g>
+<g class="axis">{{$p := .}}{{range .Ticks}}<text class="tick {{$p.Class}}" x="{{f (add $c.Left -6)}}" y="{{f (add .Y 4)}}" text-anchor="end">{{.Label}}</text>{{end}}
+<text class="axis-title {{.Class}}" transform="translate(14 {{f .MidY}}) rotate(-90)" text-anchor="middle">tokens</text></g>
+<line class="baseline" x1="{{f $c.Left}}" x2="{{f $c.Right}}" y1="{{f .Bottom}}" y2="{{f .Bottom}}"></line>
+</g>
+{{- end}}
 {{- range .Groups}}
 <g class="group" data-run="{{.Run}}" data-model="{{.Model}}" data-condition="{{.Condition}}">
 {{- if .SepX}}<line class="sep" x1="{{f .SepX}}" x2="{{f .SepX}}" y1="{{f (add $c.AccTextY -14)}}" y2="{{f $c.SepBottom}}"></line>{{end}}
@@ -1111,10 +1137,9 @@ svg.ladder .acc-label{font-size:12px}
 {{- $x := .X}}{{range $i, $l := .Labels}}<text class="xlabel{{if $i}} sub{{end}}" x="{{f $x}}" y="{{f (lineY $c.XLabelY $i)}}" text-anchor="middle">{{$l}}</text>{{end}}
 </g>
 {{- end}}
-<line class="baseline" x1="{{f .Left}}" x2="{{f .Right}}" y1="{{f .Bottom}}" y2="{{f .Bottom}}"></line>
 </svg>
 </div>
-<figcaption>Bars: the mean per trial with a model result, context tokens on the left scale and output tokens on the right one; whiskers: the bootstrap 95% interval over tasks; above each pair, the accuracy and its Wilson 95% interval (percent).</figcaption>
+<figcaption>Bars: the mean per trial with a model result, context tokens in the upper panel and output tokens in the lower one, each panel on its own scale (compare bars within a panel, not across panels); whiskers: the bootstrap 95% interval over tasks; at the top, each condition's accuracy and its Wilson 95% interval (percent).</figcaption>
 </figure>{{end}}
 </section>
 {{define "comparisons"}}<div class="scroll"><table class="comparisons">
