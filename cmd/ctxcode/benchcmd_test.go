@@ -215,6 +215,14 @@ func TestBenchInterruptedResumes(t *testing.T) {
 	assertNoPartials(t, out)
 }
 
+// quick500 is a 500 that asks for a 1ms wait before the retry (the CLI
+// has no flag for the retries' waits; Retry-After-Ms keeps them quick).
+func quick500() llmtest.Reply {
+	fail := llmtest.Error(500, "server_error", "The server had an error while processing your request")
+	fail.Header = http.Header{"Retry-After-Ms": []string{"1"}}
+	return fail
+}
+
 // TestBenchServerErrorsAreInfra: a trial whose every attempt gets a 500 is
 // an infra failure, not the model's: its line says so, the others go on,
 // and the run exits 1 asking to run it again. Running it again asks the
@@ -224,14 +232,10 @@ func TestBenchServerErrorsAreInfra(t *testing.T) {
 	data := pmData(t)
 	tasks := builtinTasks(t, data)
 	t.Setenv("OPENAI_API_KEY", "sk-test")
-	// 1 + llm.DefaultMaxRetries attempts, each a 500 that asks for a 1ms
-	// wait (the CLI has no flag for the retries; Retry-After-Ms keeps
-	// them quick).
-	fail := llmtest.Error(500, "server_error", "The server had an error while processing your request")
-	fail.Header = http.Header{"Retry-After-Ms": []string{"1"}}
+	// 1 + llm.DefaultMaxRetries attempts, each a quick 500.
 	var failing []llmtest.Reply
 	for range 6 {
-		failing = append(failing, fail)
+		failing = append(failing, quick500())
 	}
 	api := newTaskAPI(t, map[string][]llmtest.Reply{
 		tasks["s-t1-1"].Question: append(failing, answerReply(t, tasks["s-t1-1"].Gold)),
@@ -291,8 +295,7 @@ func TestBenchRetryLinesNameTheirTrial(t *testing.T) {
 	data := pmData(t)
 	tasks := builtinTasks(t, data)
 	t.Setenv("OPENAI_API_KEY", "sk-test")
-	fail := llmtest.Error(500, "server_error", "The server had an error while processing your request")
-	fail.Header = http.Header{"Retry-After-Ms": []string{"1"}}
+	fail := quick500()
 	api := newTaskAPI(t, map[string][]llmtest.Reply{
 		tasks["s-t1-1"].Question: {fail, answerReply(t, tasks["s-t1-1"].Gold)},
 		tasks["s-t1-2"].Question: {fail, fail, answerReply(t, tasks["s-t1-2"].Gold)},
