@@ -43,6 +43,11 @@ const (
 	ClassInfra = "infra"
 )
 
+// NotRecorded is the status of a trial that ran but whose trajectory could
+// not be written whole (a full disk, say): its class is ClassInfra, so it
+// runs again.
+const NotRecorded agent.Status = "not_recorded"
+
 // Spec is what a run is: everything that decides its trials' results. It
 // is written to run.json before the first trial, and a run is resumed only
 // with the same Spec (Diff says what differs).
@@ -516,15 +521,40 @@ func (l *Log) Append(t Trial) error {
 	if l.f == nil {
 		return errors.New("the run log is closed")
 	}
-	if _, err := l.f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("write %s: %w", TrialsFile, err)
-	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", TrialsFile, err)
+	if err := l.write(append(b, '\n')); err != nil {
+		return err
 	}
 	l.Trials = append(l.Trials, t)
 	l.Last[t.Key] = t
 	return nil
+}
+
+// write appends line to the log file and syncs it. A line that could not
+// be written whole (a full disk) is cut off again, so that the log keeps
+// only whole lines and a later line does not follow half of one; a log
+// that cannot be cut back is closed, and takes no more lines.
+func (l *Log) write(line []byte) error {
+	st, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("write %s: %w", TrialsFile, err)
+	}
+	_, err = l.f.Write(line)
+	if err == nil {
+		if err = l.f.Sync(); err != nil {
+			err = fmt.Errorf("sync %s: %w", TrialsFile, unwrapPath(err))
+		}
+	} else {
+		err = fmt.Errorf("write %s: %w", TrialsFile, unwrapPath(err))
+	}
+	if err == nil {
+		return nil
+	}
+	if terr := l.f.Truncate(st.Size()); terr != nil {
+		_ = l.f.Close()
+		l.f = nil
+		return fmt.Errorf("%w; and the line could not be cut off again (%v): the run drops it when it resumes", err, unwrapPath(terr))
+	}
+	return err
 }
 
 // Final is the last line of every key, in the order the keys first
@@ -712,18 +742,21 @@ func writeFileSync(path string, b []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
-		_ = f.Close()
-		return err
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
-		return err
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
-	return os.Rename(tmp, path)
+	if err != nil {
+		_ = os.Remove(tmp) // a folder left as it was can be used again without --force
+		return fmt.Errorf("write %s: %w", filepath.Base(path), unwrapPath(err))
+	}
+	return nil
 }
 
 func syncDir(dir string) error {

@@ -55,8 +55,10 @@ trials are kernel work), and to 4 per CPU (at most 16) for a model behind
 an API, whose trials mostly wait for it. A 429 slows every worker.
 
 Exit codes: 0 every trial has a result (right or wrong); 1 a kernel,
-sandbox or API failure stopped the run, or some trials ended in one (run
-again to retry them); 2 bad input; 130 interrupted (the run resumes).
+sandbox or API failure stopped the run, or some trials ended in one, or
+the run folder could not be written (a full disk: a trial whose
+trajectory was not written whole has no result) (run again to retry
+them); 2 bad input; 130 interrupted (the run resumes).
 `
 
 type benchOptions struct {
@@ -674,7 +676,13 @@ func printBenchSummary(w io.Writer, out *bench.Outcome, spec bench.Spec, dir str
 	if len(rows) > 0 && rows[0].Estimated {
 		fmt.Fprintln(w, "(means per trial; token counts estimated by the tokenizer where the model reported none)")
 	}
-	fmt.Fprintf(w, "%d of %d trials have a result (%d run now, %d from before); the run is in %s\n",
-		len(out.Final), out.Total, out.Ran, out.Skipped, dir)
+	// A trial that ended in an infra failure has a line, not a result.
+	infra := infraCount(out.Final)
+	results := len(out.Final) - infra
+	fmt.Fprintf(w, "%d of %d trials have a result (%d run now, %d from before)", results, out.Total, results-out.Skipped, out.Skipped)
+	if infra > 0 {
+		fmt.Fprintf(w, "; %d ended in an infrastructure failure, to run again when the run resumes", infra)
+	}
+	fmt.Fprintf(w, "; the run is in %s\n", dir)
 	return nil
 }
