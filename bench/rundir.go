@@ -125,10 +125,6 @@ type SandboxInfo struct {
 	NoIPython bool   `json:"no_ipython,omitempty"`
 }
 
-// ReportFiles are what ctxcode report writes into a run directory by
-// default; a run started again (Restart) removes them with the run.
-var ReportFiles = []string{"report.md", "report.html", "notebooks"}
-
 // Key identifies a trial within a run.
 type Key struct {
 	Model     string `json:"model"`
@@ -256,13 +252,13 @@ func Open(dir string, spec Spec, mode OpenMode, warn io.Writer) (*Log, error) {
 		l, err = create(dir, spec)
 	case st == emptyRun:
 		fmt.Fprintf(warn, "ctxcode: %s holds a run with another configuration but no trial yet (%s): starting it again with this one\n", dir, why)
-		l, err = restart(dir, spec)
+		l, err = restart(dir, old, spec, warn)
 	case st == otherRun:
 		fmt.Fprintf(warn, "ctxcode: %s holds another run (%s); --force: starting again\n", dir, why)
-		l, err = restart(dir, spec)
+		l, err = restart(dir, old, spec, warn)
 	case st == brokenRun:
 		fmt.Fprintf(warn, "ctxcode: %s: %s; --force: starting the run again\n", dir, why)
-		l, err = restart(dir, spec)
+		l, err = restart(dir, nil, spec, warn)
 	default:
 		if old.Version != spec.Version {
 			fmt.Fprintf(warn, "ctxcode: warning: the run was started by ctxcode %s and is resumed by %s\n", old.Version, spec.Version)
@@ -410,12 +406,16 @@ func create(dir string, spec Spec) (*Log, error) {
 	return &Log{Dir: dir, Spec: spec, Last: map[Key]Trial{}, f: f}, nil
 }
 
-// restart removes the files of the run in dir and creates a new one.
-func restart(dir string, spec Spec) (*Log, error) {
-	for _, name := range append([]string{SpecFile, TrialsFile, TrajectoryDir}, ReportFiles...) {
-		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
-			return nil, err
-		}
+// restart removes the files of the run in dir (old's, nil when its
+// run.json does not read), and nothing of the user's (removeRun), and
+// creates a new one; warn hears of the files it kept.
+func restart(dir string, old *Spec, spec Spec, warn io.Writer) (*Log, error) {
+	kept, err := removeRun(dir, old)
+	if err != nil {
+		return nil, err
+	}
+	if len(kept) > 0 {
+		fmt.Fprint(warn, keptNote(dir, kept))
 	}
 	return create(dir, spec)
 }

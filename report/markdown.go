@@ -6,13 +6,17 @@ import (
 	"math"
 	"path"
 	"strings"
+
+	"github.com/ctxcode/ctxcode/bench"
 )
 
-// Markdown writes rep as GitHub-flavoured Markdown. runLink is the path
-// from the Markdown file's folder to the (first) run directory, for the
-// links to each trial's trajectory; "" for none.
+// Markdown writes rep as GitHub-flavoured Markdown, marked as ctxcode's
+// (bench.Stamp) in a comment on its first line. runLink is the path from
+// the Markdown file's folder to the (first) run directory, for the links
+// to each trial's trajectory; "" for none.
 func Markdown(w io.Writer, rep *Report, runLink string) error {
 	var b strings.Builder
+	b.WriteString("<!-- ctxcode report: a later report replaces this file only while it is unchanged; " + bench.GeneratedMark + " -->\n")
 	b.WriteString("# ctxcode report\n\n")
 	for i, r := range rep.Runs {
 		label := "Run"
@@ -100,7 +104,7 @@ func Markdown(w io.Writer, rep *Report, runLink string) error {
 			fmt.Fprintf(&b, "- %s\n", n)
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := w.Write(bench.Stamp([]byte(b.String())))
 	return err
 }
 

@@ -156,7 +156,7 @@ type Options struct {
 // relative to the run directory: notebooks/<the trajectory's name>.ipynb.
 func NotebookPath(trajectory string) string {
 	base := strings.TrimSuffix(filepath.Base(trajectory), filepath.Ext(trajectory))
-	return filepath.ToSlash(filepath.Join("notebooks", base+".ipynb"))
+	return filepath.ToSlash(filepath.Join(bench.NotebookDir, base+".ipynb"))
 }
 
 // Report is every number the pages show.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/ctxcode/ctxcode/bench"
 )
 
 // This file is the one home of the rules for files and folders the user
@@ -28,6 +30,24 @@ func checkOutput(cmd, path string, force bool) error {
 		return usagef("%s: %s exists; pass --force to overwrite it", cmd, path)
 	}
 	return checkWritableDir(cmd, filepath.Dir(path), path)
+}
+
+// checkGenerated is checkOutput for a file that ctxcode marks as its own
+// (bench.Stamp): an existing path is replaced when ctxcode wrote it and it
+// is unchanged since, and otherwise only with force. The error names the
+// file, says whose it is, and what to do.
+func checkGenerated(cmd, path string, force bool) error {
+	if err := checkOutput(cmd, path, true); err != nil {
+		return err
+	}
+	o, err := bench.OriginOf(path)
+	switch {
+	case err != nil:
+		return usagef("%s: cannot read %s, to see whether ctxcode wrote it: %v", cmd, path, unwrapPath(err))
+	case force, o == bench.Missing, o == bench.Generated:
+		return nil
+	}
+	return usagef("%s: %s exists and was %s, so it is not replaced: move it away, or pass --force to overwrite it", cmd, path, o)
 }
 
 // checkWritableDir is a usage error unless dir is a folder that takes new
