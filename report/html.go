@@ -288,7 +288,7 @@ func newHTMLPage(rep *Report, runs []*Run, runLink string) *htmlPage {
 	for _, t := range rep.Tasks {
 		for _, c := range t.Cells {
 			for i, nb := range c.Notebooks {
-				if i < len(c.Trials) {
+				if i < len(c.Trials) && nb != "" {
 					notebooks[c.Trials[i]] = path.Join(runLink, nb)
 				}
 			}

@@ -132,8 +132,12 @@ func taskCell(c TaskCell, runLink string) string {
 	if runLink != "" {
 		var links []string
 		for i, t := range c.Trials {
+			if t == "" { // no trajectory was recorded
+				links = append(links, fmt.Sprintf("r%d", i+1))
+				continue
+			}
 			links = append(links, fmt.Sprintf("[r%d](%s)", i+1, path.Join(runLink, t)))
-			if i < len(c.Notebooks) {
+			if i < len(c.Notebooks) && c.Notebooks[i] != "" {
 				links = append(links, fmt.Sprintf("([nb](%s))", path.Join(runLink, c.Notebooks[i])))
 			}
 		}

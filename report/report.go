@@ -262,9 +262,9 @@ type TaskCell struct {
 	Infra     int      `json:"infra"`
 	Turns     float64  `json:"mean_turns"`
 	Context   float64  `json:"mean_context_tokens"`
-	Trials    []string `json:"trials"` // trajectory paths, relative to the run directory, rep by rep
+	Trials    []string `json:"trials"` // trajectory paths, relative to the run directory, rep by rep ("": none recorded)
 	// Notebooks are the trials' notebooks, relative to the run directory,
-	// with Options.Notebooks.
+	// with Options.Notebooks ("" for a trial without a trajectory).
 	Notebooks []string `json:"notebooks,omitempty"`
 }
 
@@ -558,7 +558,11 @@ func taskRows(r *Run, notebooks bool) []TaskRow {
 					}
 					cell.Trials = append(cell.Trials, t.Trajectory)
 					if notebooks {
-						cell.Notebooks = append(cell.Notebooks, NotebookPath(t.Trajectory))
+						nb := ""
+						if t.Trajectory != "" { // none was recorded (bench.NotRecorded)
+							nb = NotebookPath(t.Trajectory)
+						}
+						cell.Notebooks = append(cell.Notebooks, nb)
 					}
 					if t.Class == bench.ClassInfra {
 						cell.Infra++

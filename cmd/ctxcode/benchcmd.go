@@ -41,7 +41,10 @@ A run survives a crash: run the same command again (or add --resume) and
 only the trials that have no line, or ended in an infrastructure failure
 (kernel, sandbox, or the model's API after its retries), run again; a
 finished trial never does. A RUNDIR that holds a run with another
-configuration is refused, with the differences named (--force discards it).
+configuration is refused, with the differences named (--force discards it:
+run.json, trials.jsonl, its trials' trajectories and the report's files
+as report wrote them; other files in the folder, and report files or
+notebooks you changed, stay, and are named).
 
 Tasks: the built-in tasks of the project-management data (--tier, default
 xl, and --seed, default 1, generated once into the cache folder), or of a

@@ -53,8 +53,15 @@ func TestBenchFullDisk(t *testing.T) {
 	assert.Less(t, len(bench.Final(trials)), 6, "the run stopped at the full disk")
 	assertNoBrokenTrajectories(t, out)
 
-	// Room again: the same command runs the lost trial and the rest.
+	// Room again. The report of the stopped run links no trajectory for
+	// the lost trial; the same command runs it and the rest.
 	testenv.ResizeTmpfs(t, disk, 1<<20)
+	rep := runCLI(t, "", "report", out, "--notebooks")
+	require.Equal(t, exitOK, rep.code, rep.stderr)
+	md, err := os.ReadFile(filepath.Join(out, bench.ReportMarkdown))
+	require.NoError(t, err)
+	assert.NotContains(t, string(md), "](.)", "no link to a trajectory that was not recorded")
+	assert.Contains(t, rep.stderr, "no trajectory was recorded for this trial; no notebook")
 	got = runCLI(t, "", args...)
 	require.Equal(t, exitOK, got.code, got.stderr)
 	assert.Contains(t, got.stdout, "6 of 6 trials have a result")

@@ -61,12 +61,13 @@ func TestReportNeverReplacesTheUsersFiles(t *testing.T) {
 	nbEdited := editNotebook(t, nb)
 	theirs := filepath.Join(run, bench.NotebookDir, "reference.D.s-t1-1.r1.ipynb")
 	require.NoError(t, os.WriteFile(theirs, []byte(`{"cells": []}`), 0o644))
-	got = runCLI(t, "", "report", run, "--notebooks", "--html", filepath.Join(t.TempDir(), "r.html"))
+	got = runCLI(t, "", "report", run, "--notebooks")
 	assert.Equal(t, exitUsage, got.code, got.stderr)
-	assert.Contains(t, got.stderr, "report: 2 notebook(s) in "+filepath.Join(run, bench.NotebookDir)+" would be replaced")
-	assert.Contains(t, got.stderr, "reference.B.s-t1-1.r1.ipynb (changed since ctxcode wrote it)")
-	assert.Contains(t, got.stderr, "reference.D.s-t1-1.r1.ipynb (not written by ctxcode)")
-	assert.Contains(t, got.stderr, "move them away, or pass --force")
+	assert.Equal(t, "ctxcode: report: 3 files exist that ctxcode did not write or that were changed since, so they are not replaced:\n"+
+		"  "+html+" (changed since ctxcode wrote it)\n"+
+		"  "+nb+" (changed since ctxcode wrote it)\n"+
+		"  "+theirs+" (not written by ctxcode)\n"+
+		"move them away, or pass --force to overwrite them\n", got.stderr, "every file refused is named at once")
 	assertFile(t, nb, nbEdited)
 	got = runCLI(t, "", "report", run, "--html", filepath.Join(t.TempDir(), "r.html"))
 	require.Equal(t, exitOK, got.code, "without --notebooks the notebooks are not touched: %s", got.stderr)

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/ctxcode/ctxcode/bench"
 	reports "github.com/ctxcode/ctxcode/report"
@@ -163,8 +162,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // checkReportOutputs refuses, before anything is written, the files the
 // report would write that it may not: --md and --html naming one file or a
-// file of a run; a file that ctxcode did not write, or that was changed
-// since (unless force); and the same of every notebook, with notebooks.
+// file of a run; and, unless force, any of them or of the notebooks (with
+// notebooks) that ctxcode did not write, or that was changed since.
 func checkReportOutputs(runs []*reports.Run, mdPath, htmlPath string, notebooks, force bool) error {
 	if sameFile(mdPath, htmlPath) {
 		return usagef("report: the Markdown and the HTML would both be written to %s: give --md and --html a file each", mdPath)
@@ -175,32 +174,19 @@ func checkReportOutputs(runs []*reports.Run, mdPath, htmlPath string, notebooks,
 				return usagef("report: %s %s is a file of the run in %s: name another file", out.flag, out.path, r.Dir)
 			}
 		}
-		if err := checkGenerated("report", out.path, force); err != nil {
+		if err := checkOutput("report", out.path, true); err != nil { // a folder, or one that takes no files
 			return err
 		}
 	}
-	if !notebooks || force {
-		return nil
-	}
-	var refused []string
-	for _, t := range runs[0].Final {
-		if t.Trajectory == "" {
-			continue
-		}
-		path := filepath.Join(runs[0].Dir, filepath.FromSlash(reports.NotebookPath(t.Trajectory)))
-		o, err := bench.OriginOf(path)
-		if err != nil {
-			return usagef("report: cannot read %s, to see whether ctxcode wrote it: %v", path, unwrapPath(err))
-		}
-		if o == bench.Changed || o == bench.Foreign {
-			refused = append(refused, fmt.Sprintf("%s (%s)", filepath.Base(path), o))
+	paths := []string{mdPath, htmlPath}
+	if notebooks {
+		for _, t := range runs[0].Final {
+			if t.Trajectory != "" {
+				paths = append(paths, filepath.Join(runs[0].Dir, filepath.FromSlash(reports.NotebookPath(t.Trajectory))))
+			}
 		}
 	}
-	if len(refused) > 0 {
-		return usagef("report: %d notebook(s) in %s would be replaced, and ctxcode did not write them or they were changed since: %s; "+
-			"move them away, or pass --force to overwrite them", len(refused), filepath.Join(runs[0].Dir, bench.NotebookDir), strings.Join(refused, ", "))
-	}
-	return nil
+	return checkGenerated("report", paths, force)
 }
 
 // sameFile says whether the paths a and b name one file: the same path
