@@ -70,12 +70,7 @@ func TestOriginOf(t *testing.T) {
 // It fails on the code before, which removed notebooks/ and trajectories/
 // whole, and report.md and report.html whoever wrote them.
 func TestRestartRemovesOnlyWhatTheRunMade(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
-	l, err := Open(dir, dirSpec(), Continue, io.Discard)
-	require.NoError(t, err)
-	logged := dirTrial(dirKey("s-t1-1"), ClassModel, 1)
-	require.NoError(t, l.Append(logged))
-	require.NoError(t, l.Close())
+	dir, logged := runOfOneTrial(t)
 	write := func(rel string, b []byte) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, rel), b, 0o644))
@@ -99,53 +94,62 @@ func TestRestartRemovesOnlyWhatTheRunMade(t *testing.T) {
 	write(filepath.Join(TrajectoryDir, "notes.txt"), []byte("mine"))
 	write(filepath.Join(TrajectoryDir, "reference.B.s-t9-9.r1.jsonl"), []byte("mine"))
 
-	changed := dirSpec()
-	changed.Reps = 2
-	var warn bytes.Buffer
-	l, err = Open(dir, changed, Restart, &warn)
-	require.NoError(t, err)
-	require.NoError(t, l.Close())
+	warn := startAgain(t, dir)
 	for _, rel := range gone {
 		if rel == SpecFile || rel == TrialsFile {
 			continue // the new run's
 		}
 		assert.NoFileExists(t, filepath.Join(dir, rel))
 	}
-	assert.Equal(t, changed, readSpecFile(t, dir))
+	assert.Equal(t, 2, readSpecFile(t, dir).Reps)
 	assert.Empty(t, trialLines(t, dir))
 	for _, rel := range kept {
 		assert.FileExists(t, filepath.Join(dir, rel), "a file of the user's, or changed by the user, stays")
 	}
-	assert.Contains(t, warn.String(), "kept what the old run did not write, or what was changed since it was written: ")
+	assert.Contains(t, warn, "kept what the old run did not write, or what was changed since it was written: ")
 	for _, rel := range kept[1:] { // the run's folders; a file beside them is plainly the user's
-		assert.Contains(t, warn.String(), rel)
+		assert.Contains(t, warn, rel)
 	}
-	assert.NotContains(t, warn.String(), " notes.txt", "only what is in the run's folders is named")
+	assert.NotContains(t, warn, " notes.txt", "only what is in the run's folders is named")
 
 	// A run whose run.json does not read: what its lines name goes.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, SpecFile), []byte("{not json"), 0o644))
-	l, err = Open(dir, changed, Restart, io.Discard)
-	require.NoError(t, err)
-	require.NoError(t, l.Close())
+	startAgain(t, dir)
 	for _, rel := range kept {
 		assert.FileExists(t, filepath.Join(dir, rel))
 	}
 }
 
 func TestRestartRemovesAnEmptyNotebooksFolder(t *testing.T) {
+	dir, _ := runOfOneTrial(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, NotebookDir), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, NotebookDir, "reference.B.s-t1-1.r1.ipynb"), generatedFile("{}"), 0o644))
+	warn := startAgain(t, dir)
+	assert.NoDirExists(t, filepath.Join(dir, NotebookDir), "a folder the report made and left empty goes")
+	assert.NotContains(t, warn, "kept")
+}
+
+// runOfOneTrial is a run directory of dirSpec with one trial's line.
+func runOfOneTrial(t *testing.T) (string, Trial) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
 	l, err := Open(dir, dirSpec(), Continue, io.Discard)
 	require.NoError(t, err)
-	require.NoError(t, l.Append(dirTrial(dirKey("s-t1-1"), ClassModel, 1)))
+	tr := dirTrial(dirKey("s-t1-1"), ClassModel, 1)
+	require.NoError(t, l.Append(tr))
 	require.NoError(t, l.Close())
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, NotebookDir), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, NotebookDir, "reference.B.s-t1-1.r1.ipynb"), generatedFile("{}"), 0o644))
+	return dir, tr
+}
+
+// startAgain starts the run in dir again with two reps (--force), and
+// returns the warnings.
+func startAgain(t *testing.T, dir string) string {
+	t.Helper()
 	changed := dirSpec()
 	changed.Reps = 2
 	var warn bytes.Buffer
-	l, err = Open(dir, changed, Restart, &warn)
+	l, err := Open(dir, changed, Restart, &warn)
 	require.NoError(t, err)
 	require.NoError(t, l.Close())
-	assert.NoDirExists(t, filepath.Join(dir, NotebookDir), "a folder the report made and left empty goes")
-	assert.NotContains(t, warn.String(), "kept")
+	return warn.String()
 }

@@ -585,10 +585,10 @@ func Final(trials []Trial) []Trial {
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
-		return nil
+	var err error
+	if l.f != nil { // nil once closed, or after a line that could not be cut off again
+		err = l.f.Close()
 	}
-	err := l.f.Close()
 	l.f = nil
 	if l.lock != nil {
 		_ = l.lock.Close() // releases the flock
