@@ -412,14 +412,13 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 	g := res.SetGrade(right, reason)
 	traj.Grade(w.task.ID, w.task.Gold, g)
 	fill(&t, res)
-	if terr := traj.Err(); terr != nil {
-		s.warnf("ctxcode: trial %s: %v\n", w.key, terr)
-	}
-	if err := closeSynced(f); err != nil {
-		return Trial{}, &FatalError{fmt.Errorf("write trajectory %s: %w", rel, err)}
-	}
-	if err := os.Rename(path+tempSuffix, path); err != nil {
-		return Trial{}, &FatalError{fmt.Errorf("write trajectory %s: %w", rel, err)}
+	if err := keepTrajectory(f, traj, path); err != nil {
+		// The trial ran, but what it did is not kept: it is not a result,
+		// and it runs again. The disk (or the folder) would fail the next
+		// trials too: the run stops here, with this line written.
+		t.Status, t.Class, t.Error, t.Trajectory = NotRecorded, ClassInfra, fmt.Sprintf("write trajectory %s: %v", rel, err), ""
+		return t, &FatalError{fmt.Errorf("trial %s: its trajectory could not be written whole (%w), so the trial has no result and runs again; make room in %s",
+			w.key, err, l.Dir)}
 	}
 	if err := fatal(res); err != nil {
 		return t, &FatalError{fmt.Errorf("trial %s: %w; every trial of model %s would fail the same way: fix it and run again (the run resumes)",
@@ -483,10 +482,40 @@ func fatal(res *agent.Result) error {
 	return nil
 }
 
-func closeSynced(f *os.File) error {
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
+// keepTrajectory closes the trajectory f (path's temporary file) and renames
+// it into place when it was written whole: every event written, synced,
+// not empty. Else it removes it and says why: a trajectory in place is
+// always whole.
+func keepTrajectory(f *os.File, traj *agent.Trajectory, path string) error {
+	err := traj.Err()
+	if err == nil {
+		err = f.Sync()
 	}
-	return f.Close()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		var st os.FileInfo
+		if st, err = os.Stat(f.Name()); err == nil && st.Size() == 0 {
+			err = errors.New("nothing was written")
+		}
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return unwrapPath(err)
+	}
+	return nil
+}
+
+// unwrapPath is err without the path of an *os.PathError (the temporary
+// file's, which the caller names better), or err.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

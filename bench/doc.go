@@ -11,8 +11,12 @@
 //
 // The log is append-only. A trial's trajectory is written to a temporary
 // file and renamed into place before its line is appended, so every line
-// names a complete trajectory. A line cut short by a crash is dropped when
-// the run is opened again (its trial runs again).
+// names a complete trajectory. A trajectory that could not be written
+// whole (a full disk) is never renamed into place: its trial's line has
+// status NotRecorded, class ClassInfra and no trajectory, and the run stops
+// (a FatalError). A line that could not be appended whole is cut off
+// again; a line cut short by a crash is dropped when the run is opened
+// again (its trial runs again).
 //
 // # Error classes
 //

@@ -43,6 +43,11 @@ const (
 	ClassInfra = "infra"
 )
 
+// NotRecorded is the status of a trial that ran but whose trajectory could
+// not be written whole (a full disk, say): its class is ClassInfra, so it
+// runs again.
+const NotRecorded agent.Status = "not_recorded"
+
 // Spec is what a run is: everything that decides its trials' results. It
 // is written to run.json before the first trial, and a run is resumed only
 // with the same Spec (Diff says what differs).
@@ -119,10 +124,6 @@ type SandboxInfo struct {
 	Image     string `json:"image,omitempty"`
 	NoIPython bool   `json:"no_ipython,omitempty"`
 }
-
-// ReportFiles are what ctxcode report writes into a run directory by
-// default; a run started again (Restart) removes them with the run.
-var ReportFiles = []string{"report.md", "report.html", "notebooks"}
 
 // Key identifies a trial within a run.
 type Key struct {
@@ -251,13 +252,13 @@ func Open(dir string, spec Spec, mode OpenMode, warn io.Writer) (*Log, error) {
 		l, err = create(dir, spec)
 	case st == emptyRun:
 		fmt.Fprintf(warn, "ctxcode: %s holds a run with another configuration but no trial yet (%s): starting it again with this one\n", dir, why)
-		l, err = restart(dir, spec)
+		l, err = restart(dir, old, spec, warn)
 	case st == otherRun:
 		fmt.Fprintf(warn, "ctxcode: %s holds another run (%s); --force: starting again\n", dir, why)
-		l, err = restart(dir, spec)
+		l, err = restart(dir, old, spec, warn)
 	case st == brokenRun:
 		fmt.Fprintf(warn, "ctxcode: %s: %s; --force: starting the run again\n", dir, why)
-		l, err = restart(dir, spec)
+		l, err = restart(dir, nil, spec, warn)
 	default:
 		if old.Version != spec.Version {
 			fmt.Fprintf(warn, "ctxcode: warning: the run was started by ctxcode %s and is resumed by %s\n", old.Version, spec.Version)
@@ -405,12 +406,16 @@ func create(dir string, spec Spec) (*Log, error) {
 	return &Log{Dir: dir, Spec: spec, Last: map[Key]Trial{}, f: f}, nil
 }
 
-// restart removes the files of the run in dir and creates a new one.
-func restart(dir string, spec Spec) (*Log, error) {
-	for _, name := range append([]string{SpecFile, TrialsFile, TrajectoryDir}, ReportFiles...) {
-		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
-			return nil, err
-		}
+// restart removes the files of the run in dir (old's, nil when its
+// run.json does not read), and nothing of the user's (removeRun), and
+// creates a new one; warn hears of the files it kept.
+func restart(dir string, old *Spec, spec Spec, warn io.Writer) (*Log, error) {
+	kept, err := removeRun(dir, old)
+	if err != nil {
+		return nil, err
+	}
+	if len(kept) > 0 {
+		fmt.Fprint(warn, keptNote(dir, kept))
 	}
 	return create(dir, spec)
 }
@@ -516,15 +521,40 @@ func (l *Log) Append(t Trial) error {
 	if l.f == nil {
 		return errors.New("the run log is closed")
 	}
-	if _, err := l.f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("write %s: %w", TrialsFile, err)
-	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", TrialsFile, err)
+	if err := l.write(append(b, '\n')); err != nil {
+		return err
 	}
 	l.Trials = append(l.Trials, t)
 	l.Last[t.Key] = t
 	return nil
+}
+
+// write appends line to the log file and syncs it. A line that could not
+// be written whole (a full disk) is cut off again, so that the log keeps
+// only whole lines and a later line does not follow half of one; a log
+// that cannot be cut back is closed, and takes no more lines.
+func (l *Log) write(line []byte) error {
+	st, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("write %s: %w", TrialsFile, err)
+	}
+	_, err = l.f.Write(line)
+	if err == nil {
+		if err = l.f.Sync(); err != nil {
+			err = fmt.Errorf("sync %s: %w", TrialsFile, unwrapPath(err))
+		}
+	} else {
+		err = fmt.Errorf("write %s: %w", TrialsFile, unwrapPath(err))
+	}
+	if err == nil {
+		return nil
+	}
+	if terr := l.f.Truncate(st.Size()); terr != nil {
+		_ = l.f.Close()
+		l.f = nil
+		return fmt.Errorf("%w; and the line could not be cut off again (%v): the run drops it when it resumes", err, unwrapPath(terr))
+	}
+	return err
 }
 
 // Final is the last line of every key, in the order the keys first
@@ -555,10 +585,10 @@ func Final(trials []Trial) []Trial {
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
-		return nil
+	var err error
+	if l.f != nil { // nil once closed, or after a line that could not be cut off again
+		err = l.f.Close()
 	}
-	err := l.f.Close()
 	l.f = nil
 	if l.lock != nil {
 		_ = l.lock.Close() // releases the flock
@@ -712,18 +742,21 @@ func writeFileSync(path string, b []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
-		_ = f.Close()
-		return err
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
-		return err
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
-	return os.Rename(tmp, path)
+	if err != nil {
+		_ = os.Remove(tmp) // a folder left as it was can be used again without --force
+		return fmt.Errorf("write %s: %w", filepath.Base(path), unwrapPath(err))
+	}
+	return nil
 }
 
 func syncDir(dir string) error {

@@ -657,26 +657,3 @@ func TestDiffComparesContentNotPaths(t *testing.T) {
 	now.Tasks.SHA256 = "def"
 	assert.NotEmpty(t, Diff(was, now))
 }
-
-// Starting again removes the report of the run it discards.
-func TestRestartRemovesTheOldReport(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run")
-	l, err := Open(dir, dirSpec(), Continue, io.Discard)
-	require.NoError(t, err)
-	require.NoError(t, l.Append(dirTrial(Key{"reference", "A", "t1", 1}, ClassModel, 1)))
-	require.NoError(t, l.Close())
-	for _, f := range []string{"report.md", "report.html", "mine.txt"} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644))
-	}
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "notebooks"), 0o755))
-	changed := dirSpec()
-	changed.Reps = 2
-	l, err = Open(dir, changed, Restart, io.Discard)
-	require.NoError(t, err)
-	require.NoError(t, l.Close())
-	for _, f := range []string{"report.md", "report.html", "notebooks"} {
-		assert.NoFileExists(t, filepath.Join(dir, f))
-		assert.NoDirExists(t, filepath.Join(dir, f))
-	}
-	assert.FileExists(t, filepath.Join(dir, "mine.txt"), "a user's file stays")
-}

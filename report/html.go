@@ -80,7 +80,7 @@ func HTMLAt(w io.Writer, rep *Report, runs []*Run, runLink string) error {
 	if err := htmlTemplate.Execute(&b, p); err != nil {
 		return fmt.Errorf("render report.html: %w", err)
 	}
-	_, err := w.Write(b.Bytes())
+	_, err := w.Write(bench.Stamp(b.Bytes()))
 	return err
 }
 
@@ -290,7 +290,7 @@ func newHTMLPage(rep *Report, runs []*Run, runLink string) *htmlPage {
 	for _, t := range rep.Tasks {
 		for _, c := range t.Cells {
 			for i, nb := range c.Notebooks {
-				if i < len(c.Trials) {
+				if i < len(c.Trials) && nb != "" {
 					notebooks[c.Trials[i]] = path.Join(runLink, nb)
 				}
 			}
@@ -951,6 +951,7 @@ const htmlSource = `<!doctype html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="ctxcode report (a later report replaces this file only while it is unchanged); ` + bench.GeneratedMark + `">
 <title>ctxcode report</title>
 <style>
 :root{--fg:#1f2328;--muted:#636c76;--bg:#fff;--panel:#f6f8fa;--line:#d8dee4;--code:#f6f8fa;

@@ -6,16 +6,20 @@ import (
 	"math"
 	"path"
 	"strings"
+
+	"github.com/ctxcode/ctxcode/bench"
 )
 
-// Markdown writes rep as GitHub-flavoured Markdown. runLinks are the paths
-// from the Markdown file's folder to the run directories, the first run's
-// then the second's, for the links to each trial's trajectory; one left
-// out or "" links none of that run's. With two runs, the sections that
-// cover the first run only (the attribution, the comparisons with the
+// Markdown writes rep as GitHub-flavoured Markdown, marked as ctxcode's
+// (bench.GeneratedMark) in a comment on its first line. runLinks are the
+// paths from the Markdown file's folder to the run directories, the first
+// run's then the second's, for the links to each trial's trajectory; one
+// left out or "" links none of that run's. With two runs, the sections
+// that cover the first run only (the attribution, the comparisons with the
 // baseline) say so in their titles, and each run has its per-task table.
 func Markdown(w io.Writer, rep *Report, runLinks ...string) error {
 	var b strings.Builder
+	b.WriteString("<!-- ctxcode report: a later report replaces this file only while it is unchanged; " + bench.GeneratedMark + " -->\n")
 	b.WriteString("# ctxcode report\n\n")
 	for i, r := range rep.Runs {
 		label := "Run"
@@ -115,7 +119,7 @@ func Markdown(w io.Writer, rep *Report, runLinks ...string) error {
 			fmt.Fprintf(&b, "- %s\n", n)
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := w.Write(bench.Stamp([]byte(b.String())))
 	return err
 }
 
@@ -165,8 +169,12 @@ func taskCell(c TaskCell, runLink string) string {
 	if runLink != "" {
 		var links []string
 		for i, t := range c.Trials {
+			if t == "" { // no trajectory was recorded
+				links = append(links, fmt.Sprintf("r%d", i+1))
+				continue
+			}
 			links = append(links, fmt.Sprintf("[r%d](%s)", i+1, path.Join(runLink, t)))
-			if i < len(c.Notebooks) {
+			if i < len(c.Notebooks) && c.Notebooks[i] != "" {
 				links = append(links, fmt.Sprintf("([nb](%s))", path.Join(runLink, c.Notebooks[i])))
 			}
 		}

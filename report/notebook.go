@@ -72,7 +72,9 @@ package report
 //
 // The notebook's metadata has the kernelspec and language_info of the
 // prefix's language (python3, or gophernotes for Go) and a "ctxcode"
-// object {"runs": [{condition, model, task, question}]}.
+// object {"runs": [{condition, model, task, question}], "generated": the
+// mark of bench.Stamp}, by which a later report knows the notebook is its
+// own and unchanged (edited in Jupyter, it is the user's).
 //
 // Text is split into lines as prefixes.NotebookLines does; the output
 // maps repeat, in a few lines, those prefixes/notebook.go makes from a
@@ -92,6 +94,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/session"
 )
@@ -141,7 +144,7 @@ func TrajectoryNotebook(r io.Reader) ([]byte, error) {
 	for k, v := range nbLanguages[lang] {
 		md[k] = v
 	}
-	md["ctxcode"] = map[string]any{"runs": meta}
+	md["ctxcode"] = map[string]any{"runs": meta, "generated": bench.GeneratedMark}
 	nb := struct {
 		Cells         []map[string]any `json:"cells"`
 		Metadata      map[string]any   `json:"metadata"`
@@ -155,7 +158,7 @@ func TrajectoryNotebook(r io.Reader) ([]byte, error) {
 	if err := enc.Encode(nb); err != nil {
 		return nil, fmt.Errorf("trajectory notebook: %w", err)
 	}
-	return out.Bytes(), nil
+	return bench.Stamp(out.Bytes()), nil
 }
 
 // nbLanguages are the kernelspec and language_info of each prefix

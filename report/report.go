@@ -156,7 +156,7 @@ type Options struct {
 // relative to the run directory: notebooks/<the trajectory's name>.ipynb.
 func NotebookPath(trajectory string) string {
 	base := strings.TrimSuffix(filepath.Base(trajectory), filepath.Ext(trajectory))
-	return filepath.ToSlash(filepath.Join("notebooks", base+".ipynb"))
+	return filepath.ToSlash(filepath.Join(bench.NotebookDir, base+".ipynb"))
 }
 
 // Report is every number the pages show.
@@ -267,9 +267,9 @@ type TaskCell struct {
 	Infra     int      `json:"infra"`
 	Turns     float64  `json:"mean_turns"`
 	Context   float64  `json:"mean_context_tokens"`
-	Trials    []string `json:"trials"` // trajectory paths, relative to the run directory, rep by rep
+	Trials    []string `json:"trials"` // trajectory paths, relative to the run directory, rep by rep ("": none recorded)
 	// Notebooks are the trials' notebooks, relative to the run directory,
-	// with Options.Notebooks.
+	// with Options.Notebooks ("" for a trial without a trajectory).
 	Notebooks []string `json:"notebooks,omitempty"`
 }
 
@@ -564,7 +564,11 @@ func taskRows(r *Run, notebooks bool) []TaskRow {
 					}
 					cell.Trials = append(cell.Trials, t.Trajectory)
 					if notebooks {
-						cell.Notebooks = append(cell.Notebooks, NotebookPath(t.Trajectory))
+						nb := ""
+						if t.Trajectory != "" { // none was recorded (bench.NotRecorded)
+							nb = NotebookPath(t.Trajectory)
+						}
+						cell.Notebooks = append(cell.Notebooks, nb)
 					}
 					if t.Class == bench.ClassInfra {
 						cell.Infra++

@@ -41,7 +41,10 @@ A run survives a crash: run the same command again (or add --resume) and
 only the trials that have no line, or ended in an infrastructure failure
 (kernel, sandbox, or the model's API after its retries), run again; a
 finished trial never does. A RUNDIR that holds a run with another
-configuration is refused, with the differences named (--force discards it).
+configuration is refused, with the differences named (--force discards it:
+run.json, trials.jsonl, its trials' trajectories and the report's files
+as report wrote them; other files in the folder, and report files or
+notebooks you changed, stay, and are named).
 
 Tasks: the built-in tasks of the project-management data (--tier, default
 xl, and --seed, default 1, generated once into the cache folder), or of a
@@ -55,8 +58,10 @@ trials are kernel work), and to 4 per CPU (at most 16) for a model behind
 an API, whose trials mostly wait for it. A 429 slows every worker.
 
 Exit codes: 0 every trial has a result (right or wrong); 1 a kernel,
-sandbox or API failure stopped the run, or some trials ended in one (run
-again to retry them); 2 bad input; 130 interrupted (the run resumes).
+sandbox or API failure stopped the run, or some trials ended in one, or
+the run folder could not be written (a full disk: a trial whose
+trajectory was not written whole has no result) (run again to retry
+them); 2 bad input; 130 interrupted (the run resumes).
 `
 
 type benchOptions struct {
@@ -674,7 +679,13 @@ func printBenchSummary(w io.Writer, out *bench.Outcome, spec bench.Spec, dir str
 	if len(rows) > 0 && rows[0].Estimated {
 		fmt.Fprintln(w, "(means per trial; token counts estimated by the tokenizer where the model reported none)")
 	}
-	fmt.Fprintf(w, "%d of %d trials have a result (%d run now, %d from before); the run is in %s\n",
-		len(out.Final), out.Total, out.Ran, out.Skipped, dir)
+	// A trial that ended in an infra failure has a line, not a result.
+	infra := infraCount(out.Final)
+	results := len(out.Final) - infra
+	fmt.Fprintf(w, "%d of %d trials have a result (%d run now, %d from before)", results, out.Total, results-out.Skipped, out.Skipped)
+	if infra > 0 {
+		fmt.Fprintf(w, "; %d ended in an infrastructure failure, to run again when the run resumes", infra)
+	}
+	fmt.Fprintf(w, "; the run is in %s\n", dir)
 	return nil
 }

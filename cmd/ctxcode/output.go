@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/ctxcode/ctxcode/bench"
 )
 
 // This file is the one home of the rules for files and folders the user
@@ -28,6 +31,33 @@ func checkOutput(cmd, path string, force bool) error {
 		return usagef("%s: %s exists; pass --force to overwrite it", cmd, path)
 	}
 	return checkWritableDir(cmd, filepath.Dir(path), path)
+}
+
+// checkGenerated refuses to replace files that ctxcode marks as its own
+// (bench.Stamp) unless each is ctxcode's and unchanged since, or force is
+// on. It names every file refused at once, says whose it is, and what to
+// do.
+func checkGenerated(cmd string, paths []string, force bool) error {
+	var refused []string
+	var one string
+	for _, p := range paths {
+		o, err := bench.OriginOf(p)
+		switch {
+		case err != nil:
+			return usagef("%s: cannot read %s, to see whether ctxcode wrote it: %v", cmd, p, unwrapPath(err))
+		case !force && (o == bench.Changed || o == bench.Foreign):
+			refused = append(refused, fmt.Sprintf("%s (%s)", p, o))
+			one = fmt.Sprintf("%s exists and was %s", p, o)
+		}
+	}
+	switch {
+	case len(refused) == 1:
+		return usagef("%s: %s, so it is not replaced: move it away, or pass --force to overwrite it", cmd, one)
+	case len(refused) > 0:
+		return usagef("%s: %d files exist that ctxcode did not write or that were changed since, so they are not replaced:\n  %s\nmove them away, or pass --force to overwrite them",
+			cmd, len(refused), strings.Join(refused, "\n  "))
+	}
+	return nil
 }
 
 // checkWritableDir is a usage error unless dir is a folder that takes new

@@ -34,9 +34,9 @@ the ladder shows both, the attribution and the comparisons with --baseline
 are of the first run (their titles say so), and each run has its per-task
 table linking its own trajectories (--notebooks writes the first run's).
 
-Writes RUNDIR/report.md and RUNDIR/report.html (replacing the ones a
-previous report wrote there), or the files --md and --html name (which
-must not exist, unless --force). --json prints every number as one JSON
+Writes RUNDIR/report.md and RUNDIR/report.html, or the files --md and
+--html name (two files, neither one of the run's). --json prints every
+number as one JSON
 object on stdout. --prices FILE is a JSON object from model name to
 {"input", "cached_input", "output"} in USD per 1M tokens: money is shown
 only then. input and output are required; cached_input left out is the
@@ -48,8 +48,18 @@ report (the Markdown's per-task table, the HTML's transcripts): a
 trajectory outside the run directory, unreadable or larger than 16 MB is
 a warning, and no notebook.
 
+Never over your files: every file report writes carries a mark with a
+hash of its content (a comment atop the Markdown, a generator meta tag in
+the HTML, a field of a notebook's metadata), and a later report replaces
+a file only while it is its own and unchanged. A file it did not write,
+or one changed since (a notebook saved in Jupyter), stops the report
+before anything is written: move it away, or pass --force, which
+overwrites the report's files and the notebooks whoever wrote them.
+
 Exit codes: 0 written; 1 a file could not be written; 2 bad input (not a run
-directory, a malformed log or prices file, an unknown --baseline).
+directory, a malformed log or prices file, an unknown --baseline, --md and
+--html naming one file, a file to write that is not report's own or was
+changed since, without --force).
 `
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -59,7 +69,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	asJSON := fs.Bool("json", false, "print every number of the report as one JSON object")
 	baseline := fs.String("baseline", "", "the condition every other is compared with (default A when the run has it)")
 	pricesFile := fs.String("prices", "", "model prices, a JSON file: {\"MODEL\": {\"input\": USD, \"cached_input\": USD, \"output\": USD}} per 1M tokens (cached_input defaults to input)")
-	force := fs.Bool("force", false, "overwrite --md and --html if they exist")
+	force := fs.Bool("force", false, "overwrite the report's files and notebooks even when ctxcode did not write them or they were changed since")
 	notebooks := fs.Bool("notebooks", false, "also write each trial as a Jupyter notebook under RUNDIR/notebooks/ and link it from the Markdown and the HTML")
 	if err := fs.parse(args, 2, "one or two run directories"); err != nil {
 		return err
@@ -92,19 +102,14 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		runs = append(runs, r)
 	}
 	mdPath, htmlPath := *md, *html
-	defaults := map[string]bool{}
 	if mdPath == "" {
-		mdPath = filepath.Join(runs[0].Dir, "report.md")
-		defaults[mdPath] = true
+		mdPath = filepath.Join(runs[0].Dir, bench.ReportMarkdown)
 	}
 	if htmlPath == "" {
-		htmlPath = filepath.Join(runs[0].Dir, "report.html")
-		defaults[htmlPath] = true
+		htmlPath = filepath.Join(runs[0].Dir, bench.ReportHTML)
 	}
-	for _, p := range []string{mdPath, htmlPath} {
-		if err := checkOutput("report", p, *force || defaults[p]); err != nil {
-			return err
-		}
+	if err := checkReportOutputs(runs, mdPath, htmlPath, *notebooks, *force); err != nil {
+		return err
 	}
 	rep, err := reports.Build(runs, opts)
 	var ie *reports.InputError
@@ -162,6 +167,67 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
+// checkReportOutputs refuses, before anything is written, the files the
+// report would write that it may not: --md and --html naming one file or a
+// file of a run; and, unless force, any of them or of the notebooks (with
+// notebooks) that ctxcode did not write, or that was changed since.
+func checkReportOutputs(runs []*reports.Run, mdPath, htmlPath string, notebooks, force bool) error {
+	if sameFile(mdPath, htmlPath) {
+		return usagef("report: the Markdown and the HTML would both be written to %s: give --md and --html a file each", mdPath)
+	}
+	for _, out := range []struct{ flag, path string }{{"--md", mdPath}, {"--html", htmlPath}} {
+		for _, r := range runs {
+			if runFile(r.Dir, out.path) {
+				return usagef("report: %s %s is a file of the run in %s: name another file", out.flag, out.path, r.Dir)
+			}
+		}
+		if err := checkOutput("report", out.path, true); err != nil { // a folder, or one that takes no files
+			return err
+		}
+	}
+	paths := []string{mdPath, htmlPath}
+	if notebooks {
+		for _, t := range runs[0].Final {
+			if t.Trajectory != "" {
+				paths = append(paths, filepath.Join(runs[0].Dir, filepath.FromSlash(reports.NotebookPath(t.Trajectory))))
+			}
+		}
+	}
+	return checkGenerated("report", paths, force)
+}
+
+// sameFile says whether the paths a and b name one file: the same path
+// once absolute and clean, their folders' links resolved, or one file.
+func sameFile(a, b string) bool {
+	if resolvedPath(a) == resolvedPath(b) {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
+// resolvedPath is p absolute, with its folder's links resolved.
+func resolvedPath(p string) string {
+	p = absPath(p)
+	if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		return filepath.Join(d, filepath.Base(p))
+	}
+	return p
+}
+
+// runFile says whether path is a file that ctxcode bench made in the run
+// directory dir: its run.json, its trials.jsonl, or anything under its
+// trajectories.
+func runFile(dir, path string) bool {
+	for _, name := range []string{bench.SpecFile, bench.TrialsFile} {
+		if sameFile(path, filepath.Join(dir, name)) {
+			return true
+		}
+	}
+	return inside(path, filepath.Join(dir, bench.TrajectoryDir))
+}
+
 // writeNotebooks writes the notebook of every trial of r under
 // r.Dir/notebooks/ (replacing what an earlier report wrote there). A
 // trajectory that cannot be read (Run.ReadTrajectory: none recorded,
@@ -169,7 +235,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // reports.MaxTrajectoryBytes or is malformed is a warning and no notebook:
 // its link is dead.
 func writeNotebooks(r *reports.Run, stderr io.Writer) error {
-	if err := os.MkdirAll(filepath.Join(r.Dir, "notebooks"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(r.Dir, bench.NotebookDir), 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	for _, t := range r.Final {
