@@ -89,16 +89,15 @@ func (c *Config) checkDaemon(ctx context.Context, cli *client.Client) error {
 	return nil
 }
 
-// sizeText writes n bytes as the size flags take them: 6m, 2g, 1.5m.
+// sizeText writes n bytes as the size flags take them: 6m, 2g, 1536k, 100.
 func sizeText(n int64) string {
-	const kib, mib, gib = 1 << 10, 1 << 20, 1 << 30
-	switch f := float64(n); {
-	case n >= gib:
-		return strconv.FormatFloat(f/gib, 'f', -1, 64) + "g"
-	case n >= mib:
-		return strconv.FormatFloat(f/mib, 'f', -1, 64) + "m"
-	case n >= kib:
-		return strconv.FormatFloat(f/kib, 'f', -1, 64) + "k"
+	for _, u := range []struct {
+		size int64
+		unit string
+	}{{1 << 30, "g"}, {1 << 20, "m"}, {1 << 10, "k"}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.unit
+		}
 	}
 	return strconv.FormatInt(n, 10)
 }

@@ -261,7 +261,7 @@ type benchSetup struct {
 	userTasks  []bench.UserTask // with --tasks, in tasks' order: those of its good lines
 	taskFile   string
 	problems   []bench.TaskProblem // of the task file, reported with gold_code's (taskProblems)
-	prefix     *prefixes.Prefix // --prefix, or pm
+	prefix     *prefixes.Prefix    // --prefix, or pm
 	conditions []bench.Condition
 	language   kernel.Language
 }
