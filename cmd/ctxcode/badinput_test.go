@@ -166,7 +166,7 @@ func TestBenchCaps(t *testing.T) {
 		{"reps", 1, []string{"--reps", "100000000"}, "--reps 100000000: at most 1000"},
 		{"parallel", 1, []string{"--parallel", "257"}, "--parallel 257: at most 256"},
 		{"trials", 51, []string{"--reps", "1000", "--conditions", "B,D"},
-			"1 models x 2 conditions x 51 tasks x 1000 reps is 102000 trials, over the 100000 one run may have"},
+			"the run would have 102000 trials (1 model(s) x 2 condition(s) x 51 task(s) x 1000 rep(s)), over the 100000 one run may have"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")

@@ -408,13 +408,14 @@ func (o *benchOptions) setup(stderr io.Writer) (*benchSetup, error) {
 	if o.taskFile != "" {
 		// A bad line is not reported yet: with the missing solutions and
 		// the gold_code that fails, all at once (taskProblems).
+		s.taskFile = o.taskFile
 		uts, err := bench.ReadTasks(o.taskFile)
 		var tfe *bench.TaskFileError
 		switch {
 		case errors.As(err, &tfe) && len(uts) == 0:
 			return nil, usagef("%v", err)
 		case errors.As(err, &tfe):
-			s.taskFile, s.problems = o.taskFile, tfe.Problems
+			s.problems = tfe.Problems
 		case err != nil:
 			return nil, err
 		}
@@ -479,12 +480,10 @@ func (o *benchOptions) setup(stderr io.Writer) (*benchSetup, error) {
 			return nil, usagef("--model reference plays Python solutions; prefix %s is %s", s.prefix.Name, s.language)
 		}
 	}
-	s.taskFile = o.taskFile
-	trials := len(o.models) * len(s.conditions) * max(len(s.tasks), len(s.userTasks)) * o.reps
-	if trials > maxTrials {
-		return nil, usagef("%d models x %d conditions x %d tasks x %d reps is %d trials, over the %d one run may have: "+
-			"split the run (--task, --conditions, --model) or give fewer --reps", len(o.models), len(s.conditions),
-			max(len(s.tasks), len(s.userTasks)), o.reps, trials, maxTrials)
+	tasks := max(len(s.tasks), len(s.userTasks))
+	if trials := len(o.models) * len(s.conditions) * tasks * o.reps; trials > maxTrials {
+		return nil, usagef("the run would have %d trials (%d model(s) x %d condition(s) x %d task(s) x %d rep(s)), over the %d one run may have: "+
+			"split it (--task, --conditions, --model) or give fewer --reps", trials, len(o.models), len(s.conditions), tasks, o.reps, maxTrials)
 	}
 	return s, nil
 }
