@@ -128,7 +128,10 @@ func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
 			}
 		}
 	}
-	todo, total := r.plan(l)
+	todo, total, err := r.plan(ctx, l)
+	if err != nil {
+		return nil, err
+	}
 	out := &Outcome{Total: total, Skipped: total - len(todo)}
 	if r.Observer != nil {
 		r.Observer.Started(total, out.Skipped)
@@ -199,8 +202,8 @@ func (r *Run) models() ([][]llm.Model, error) {
 // plan lists the trials still to run, grouped by the prefix they start
 // from, so that few pools are open at once: prefix by prefix, then model
 // by model, each prefix's conditions in the run's order, rep by rep, task
-// by task.
-func (r *Run) plan(l *Log) (todo []work, total int) {
+// by task. It stops with ctx's error when ctx ends (Ctrl-C).
+func (r *Run) plan(ctx context.Context, l *Log) (todo []work, total int, _ error) {
 	var refs []*poolRef
 	refOf := map[string]*poolRef{}
 	condRef := make([]*poolRef, len(r.Conditions))
@@ -224,6 +227,9 @@ func (r *Run) plan(l *Log) (todo []work, total int) {
 					continue
 				}
 				for rep := 1; rep <= r.Spec.Reps; rep++ {
+					if err := ctx.Err(); err != nil {
+						return nil, 0, err
+					}
 					for ti := range r.Tasks {
 						k := Key{Model: m.Name, Condition: c.Name, Task: r.Tasks[ti].ID, Rep: rep}
 						total++
@@ -239,7 +245,7 @@ func (r *Run) plan(l *Log) (todo []work, total int) {
 	for _, w := range todo {
 		w.pool.left++
 	}
-	return todo, total
+	return todo, total, nil
 }
 
 // poolRef is the pool of kernels of one prefix (nil: none), opened when

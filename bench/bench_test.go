@@ -725,6 +725,21 @@ func TestExecuteStopsWhenKernelsCannotStart(t *testing.T) {
 	assert.GreaterOrEqual(t, tr.starts.Load(), int64(acquireTries))
 }
 
+// TestExecutePlanningWatchesTheContext: Ctrl-C while the trials are being
+// planned ends the run there, before any is announced or started.
+func TestExecutePlanningWatchesTheContext(t *testing.T) {
+	tr := &brokenTransport{}
+	obs := &recorder{}
+	r, l := noKernelRun(t, tr, obs)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out, err := r.Execute(ctx, l)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, out, "no plan, no outcome")
+	assert.Empty(t, obs.started, "the run was not announced")
+	assert.Zero(t, tr.starts.Load(), "no kernel was started")
+}
+
 func TestExecuteStopsWhenAModelCannotBeMade(t *testing.T) {
 	tr := &brokenTransport{}
 	obs := &recorder{}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ctxcode/ctxcode/datasets"
 	"github.com/ctxcode/ctxcode/kernel"
@@ -110,12 +111,17 @@ const taskLineExample = `{"id": "q1", "question": "How many ...?", "answer_type"
 // ReadTasks reads and checks a task file (see UserTask for its format). It
 // finds every problem before it returns: a file with any is a
 // *TaskFileError listing them all with their lines, and so is a file that
-// cannot be read or holds no task. Golds are checked against their answer
-// types here; gold_code is only run by ResolveGold.
+// cannot be read, is not UTF-8, or holds no task. The tasks of the good
+// lines are returned even then, so that a caller can run their gold_code
+// (ResolveGolds) and report its failures with the file's. Golds are checked
+// against their answer types here; gold_code is only run by ResolveGold.
 func ReadTasks(path string) ([]UserTask, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &TaskFileError{Path: path, Problems: []TaskProblem{{Msg: fmt.Sprintf("cannot read the task file: %v", errors.Unwrap(err))}}}
+	}
+	if bytes.HasPrefix(src, []byte{0xff, 0xfe}) || bytes.HasPrefix(src, []byte{0xfe, 0xff}) {
+		return nil, &TaskFileError{Path: path, Problems: []TaskProblem{{Msg: "the file is UTF-16 (it starts with a UTF-16 byte-order mark): save it as UTF-8"}}}
 	}
 	src = bytes.TrimPrefix(src, []byte("\ufeff"))
 	var (
@@ -127,6 +133,13 @@ func ReadTasks(path string) ([]UserTask, error) {
 		n := i + 1
 		line := bytes.TrimSpace(raw)
 		if len(line) == 0 || bytes.HasPrefix(line, []byte("#")) || bytes.HasPrefix(line, []byte("//")) {
+			continue
+		}
+		if at := invalidUTF8(raw); at >= 0 {
+			// encoding/json would read the bytes as U+FFFD: a gold that no
+			// answer matches, a question the model cannot read.
+			problems = append(problems, TaskProblem{Line: n, Msg: fmt.Sprintf(
+				"not UTF-8 (byte 0x%02X at column %d): save the file as UTF-8", raw[at], utf8.RuneCount(raw[:at])+1)})
 			continue
 		}
 		t, msgs := parseTaskLine(line)
@@ -150,9 +163,21 @@ func ReadTasks(path string) ([]UserTask, error) {
 			" (blank lines and lines starting with # or // are skipped)"})
 	}
 	if len(problems) > 0 {
-		return nil, &TaskFileError{Path: path, Problems: problems}
+		return tasks, &TaskFileError{Path: path, Problems: problems}
 	}
 	return tasks, nil
+}
+
+// invalidUTF8 is the offset of the first byte of b that is not UTF-8, or -1.
+func invalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
 }
 
 // parseTaskLine decodes and checks one non-blank line. It returns what it
@@ -453,6 +478,58 @@ func (e *GoldError) Error() string {
 
 // Unwrap is the kernel's error, for gold_code that killed the kernel.
 func (e *GoldError) Unwrap() error { return e.Killed }
+
+// Problem is e as a problem of the task file, at the task's line.
+func (e *GoldError) Problem() TaskProblem {
+	return TaskProblem{Line: e.Line, Msg: fmt.Sprintf("task %s: %s", e.Task, e.Msg)}
+}
+
+// ResolveGolds gives each of tasks as ResolveGold does, in order, running
+// every gold_code before it returns, each in a fresh kernel over p (nil:
+// none) that it starts through tr (unused, and may be nil, when no task has
+// gold_code). A gold_code that fails does not stop it: its task is left
+// out of golds and its *GoldError is one of problems, so that a file's
+// every failing gold_code is reported at once, with its line. The error is
+// what stops it: ctx ended, a kernel that cannot start, or a prefix cell
+// that fails (the *prefixes.BuildError of prefixes.Build, wrapped), which
+// every gold_code would meet.
+func ResolveGolds(ctx context.Context, tr kernel.Transport, p *prefixes.Prefix, tasks []UserTask, opts kernel.ExecOptions) (golds []datasets.Task, problems []TaskProblem, _ error) {
+	lang := kernel.Python
+	if p != nil {
+		lang = p.Language
+	}
+	var k *kernel.Client
+	defer func() {
+		if k != nil {
+			_ = k.Close()
+		}
+	}()
+	for _, t := range tasks {
+		var kk kernel.Kernel
+		if t.GoldCode != "" {
+			var err error
+			if k == nil {
+				if k, err = kernel.Start(ctx, lang, tr, kernel.ClientOptions{}); err != nil {
+					return nil, nil, err
+				}
+			} else if err = k.Restart(ctx); err != nil {
+				return nil, nil, err
+			}
+			kk = k
+		}
+		g, err := ResolveGold(ctx, kk, p, t, opts)
+		var ge *GoldError
+		switch {
+		case errors.As(err, &ge):
+			problems = append(problems, ge.Problem())
+		case err != nil:
+			return nil, nil, err
+		default:
+			golds = append(golds, g)
+		}
+	}
+	return golds, problems, nil
+}
 
 // ResolveGold gives t as the datasets.Task a trial grades against, its
 // Template and Params empty.

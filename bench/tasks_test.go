@@ -80,6 +80,9 @@ func TestReadTasksReportsEveryBadLine(t *testing.T) {
 		{"gold_code without ANSWER", `{"id": "g2", "question": "q?", "answer_type": "integer", "gold_code": "x = 1"}`, []string{"gold_code never calls ANSWER"}},
 		{"solution without ANSWER", `{"id": "so", ` + good + `, "solution": "print(1)"}`, []string{"solution never calls ANSWER"}},
 		{"several problems", `{"answer_type": "integer"}`, []string{"missing id", "missing question", "neither gold nor gold_code"}},
+		// Latin-1 ü: encoding/json would read it as U+FFFD, a gold no answer matches.
+		{"not UTF-8", `{"id": "l1", "question": "Which city?", "answer_type": "string", "gold": "Z` + "\xfc" + `rich"}`,
+			[]string{"not UTF-8 (byte 0xFC at column 76): save the file as UTF-8"}},
 	}
 	lines := []string{
 		"# a task file with one bad line per case",
@@ -97,8 +100,10 @@ func TestReadTasksReportsEveryBadLine(t *testing.T) {
 
 	path := writeTaskFile(t, "tasks.jsonl", strings.Join(lines, "\n")+"\n")
 	tasks, err := ReadTasks(path)
-	assert.Nil(t, tasks)
 	tfe := taskFileError(t, err)
+	require.Len(t, tasks, 1, "the good line's task comes back with the problems, for its gold_code to be run")
+	assert.Equal(t, "dup", tasks[0].ID)
+	assert.Equal(t, 3, tasks[0].Line)
 	assert.Equal(t, path, tfe.Path)
 
 	got := map[int][]string{}
@@ -156,6 +161,17 @@ func TestReadTasksWholeFileProblems(t *testing.T) {
 			assert.Contains(t, tfe.Problems[0].Msg, "no tasks: expected one JSON object per line")
 		})
 	}
+	t.Run("UTF-16", func(t *testing.T) {
+		var utf16 []byte
+		for _, r := range "\ufeff" + `{"id": "a", "question": "q?", "answer_type": "integer", "gold": 1}` + "\n" {
+			utf16 = append(utf16, byte(r), byte(r>>8))
+		}
+		tasks, err := ReadTasks(writeTaskFile(t, "tasks.jsonl", string(utf16)))
+		tfe := taskFileError(t, err)
+		assert.Empty(t, tasks)
+		require.Len(t, tfe.Problems, 1, "one problem for the file, not one per line")
+		assert.Contains(t, err.Error(), "the file is UTF-16 (it starts with a UTF-16 byte-order mark): save it as UTF-8")
+	})
 	t.Run("missing file", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "nope.jsonl")
 		_, err := ReadTasks(path)
@@ -417,5 +433,51 @@ func TestExampleSolutionsAreRight(t *testing.T) {
 			ok, reason = datasets.Grade(gold, string(res.Answer))
 			assert.True(t, ok, "self-contained solution answered %s: %s", res.Answer, reason)
 		})
+	}
+}
+
+// TestResolveGoldsReportsEveryFailure runs every gold_code of a file, each
+// in a fresh kernel, and gives back each one that failed as a problem at
+// its line, not only the first: one that raises, one that runs past its
+// timeout, one that kills the kernel (the next still runs, in a new one).
+func TestResolveGoldsReportsEveryFailure(t *testing.T) {
+	p := loadUserTasksPrefix(t)
+	tr, err := kernel.NewLocalPython(kerneltest.FindPython(t), false, kernel.LocalConfig{DataDir: userTasksData})
+	require.NoError(t, err)
+	task := func(line int, id, code string) UserTask {
+		return UserTask{ID: id, Question: "q?", AnswerType: datasets.Integer, GoldCode: code, Line: line}
+	}
+	tasks := []UserTask{
+		task(2, "raises", "ANSWER(len(station))"),
+		{ID: "given", Question: "q?", AnswerType: datasets.Integer, Gold: int64(7), Line: 3},
+		task(4, "hangs", "while True:\n    pass\nANSWER(1)"),
+		task(5, "exits", "import os\nos._exit(3)"),
+		task(6, "count", "ANSWER(len(stations))"),
+		task(7, "bound", "ANSWER(len(readings) if 'x' not in globals() else -1)\nx = 1"),
+		task(8, "fresh", "ANSWER(0 if 'x' in globals() else len(stations))"),
+	}
+	golds, problems, err := ResolveGolds(context.Background(), tr, p, tasks, kernel.ExecOptions{Timeout: 2 * time.Second})
+	require.NoError(t, err)
+
+	var ids []string
+	for _, g := range golds {
+		ids = append(ids, g.ID)
+	}
+	assert.Equal(t, []string{"given", "count", "bound", "fresh"}, ids, "the golds of the tasks that have one, in order")
+	assert.Equal(t, int64(6), golds[1].Gold)
+	assert.Equal(t, int64(6), golds[3].Gold, "each gold_code runs in a fresh kernel: nothing of the one before is bound")
+
+	require.Len(t, problems, 3)
+	want := []struct {
+		line int
+		frag string
+	}{
+		{2, "task raises: gold_code raised NameError"},
+		{4, "task hangs: gold_code ran past its timeout (2s)"},
+		{5, "task exits: gold_code killed the kernel"},
+	}
+	for i, w := range want {
+		assert.Equal(t, w.line, problems[i].Line)
+		assert.Contains(t, problems[i].Msg, w.frag)
 	}
 }

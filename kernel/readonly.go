@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -35,12 +36,34 @@ func (e *DataTooLargeError) Error() string {
 //     outside the tree by way of a folder link);
 //   - regular files, and the files that symbolic links lead to (the copy
 //     holds the file, not the link);
-//   - not dangling links, devices, sockets or pipes.
+//   - not dangling links, devices, sockets or pipes;
+//   - not a file that cannot be opened for reading ([SkippedData] names
+//     them).
 //
 // root itself may be a link. When limit > 0 and the files' sizes add up to
 // more, the walk stops with a [*DataTooLargeError]. A folder that cannot be
 // read stops it with that error, as does an error from fn.
 func WalkReadOnly(root string, limit int64, fn func(DataEntry) error) error {
+	return walkReadOnly(root, limit, fn, func(DataSkip) {})
+}
+
+// DataSkip is a file of a data tree that [WalkReadOnly] leaves out though
+// it is a regular file, and why.
+type DataSkip struct {
+	Rel    string // the path below the root, slash-separated
+	Reason string // "cannot be opened for reading (permission denied)"
+}
+
+// SkippedData lists the files of the tree at root that [WalkReadOnly]
+// leaves out because they cannot be read, in walk order, for a warning
+// that names them. Its error is the walk's.
+func SkippedData(root string) ([]DataSkip, error) {
+	var skipped []DataSkip
+	err := walkReadOnly(root, 0, func(DataEntry) error { return nil }, func(s DataSkip) { skipped = append(skipped, s) })
+	return skipped, err
+}
+
+func walkReadOnly(root string, limit int64, fn func(DataEntry) error, skip func(DataSkip)) error {
 	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return err
@@ -66,6 +89,16 @@ func WalkReadOnly(root string, limit int64, fn func(DataEntry) error) error {
 			}
 			e.Dir, e.Mode = true, 0o555
 		case info.Mode().IsRegular():
+			f, err := os.Open(path)
+			if err != nil { // a file that cannot be opened for reading is skipped
+				var pe *fs.PathError
+				if errors.As(err, &pe) {
+					err = pe.Err
+				}
+				skip(DataSkip{Rel: e.Rel, Reason: "cannot be opened for reading (" + err.Error() + ")"})
+				return nil
+			}
+			_ = f.Close()
 			e.Mode, e.Size = 0o444, info.Size()
 			if total += e.Size; limit > 0 && total > limit {
 				return &DataTooLargeError{Limit: limit}

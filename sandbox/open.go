@@ -60,8 +60,10 @@ type OpenOptions struct {
 
 // InputError is options that cannot work whatever the machine's state: an
 // unknown kind or language, a data folder that is not one, a Python
-// interpreter that is not there. It is the user's to fix (exit code 2),
-// unlike a *DaemonError, which is the machine's.
+// interpreter that is not there, limits Docker refuses (Config.Check); or
+// an image or network the user named that the daemon does not have. It is
+// the user's to fix (exit code 2), unlike a *DaemonError, which is the
+// machine's.
 type InputError struct {
 	Err error
 }
@@ -81,7 +83,10 @@ func inputErrorf(format string, args ...any) error {
 // *DaemonError when it does not answer; with KindAuto it adds that cells
 // are never run on this host unless asked), then Sweep the orphans of
 // gone processes. Bad options are an *InputError, found before anything
-// is connected or started.
+// is connected or started; so are an image and a network the daemon does
+// not have, found before any container is made (the kernel image missing
+// is an *ImageError). It warns of the files of DataDir the kernels do not
+// see because they cannot be read, and of a network other than none.
 //
 // The cleanup function, never nil, sweeps the orphans again (a killed
 // process's container may have been created after the first sweep) and
@@ -95,6 +100,9 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 	if opts.Kind == KindLocal {
 		fmt.Fprintln(warn, "ctxcode: warning: --sandbox local runs the cells on this host, without isolation")
 		tr, err := opts.local(warn)
+		if err == nil {
+			opts.warnSkipped(warn, opts.Local.LinkData)
+		}
 		return tr, noop, err
 	}
 	cli, err := Connect(ctx)
@@ -103,6 +111,9 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 		case opts.Kind == KindAuto && opts.HostFallback:
 			fmt.Fprintf(warn, "ctxcode: Docker is not reachable (%v);\nctxcode: the reference model runs ctxcode's own solutions, so they run on this host\n", err)
 			tr, lerr := opts.local(warn)
+			if lerr == nil {
+				opts.warnSkipped(warn, opts.Local.LinkData)
+			}
 			return tr, noop, lerr
 		case opts.Kind == KindAuto:
 			return nil, noop, fmt.Errorf("%w\n(cells are never run on this host unless you say so with --sandbox local, which runs them without isolation)", err)
@@ -128,6 +139,13 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 		cfg = *opts.Docker
 	}
 	cfg.DataDir, cfg.NoIPython = opts.DataDir, opts.NoIPython
+	if cfg.Image == "" {
+		cfg.Image = KernelImage()
+	}
+	if err := cfg.checkDaemon(ctx, cli); err != nil {
+		cleanup()
+		return nil, noop, err
+	}
 	var tr *Docker
 	if opts.Lang == kernel.Go {
 		exe, eerr := opts.exe()
@@ -145,7 +163,25 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 		cleanup()
 		return nil, noop, err
 	}
+	if cfg.Network != "" && cfg.Network != "none" {
+		fmt.Fprintf(warn, "ctxcode: warning: --network %s: the cells can reach the network\n", cfg.Network)
+	}
+	opts.warnSkipped(warn, false)
 	return tr, cleanup, nil
+}
+
+// warnSkipped names the files of the data folder that the kernels do not
+// see because they cannot be read (kernel.SkippedData), as prefix init
+// names the files it skips; a linked folder (kernel.LocalConfig.LinkData)
+// shows everything as it is.
+func (o *OpenOptions) warnSkipped(warn io.Writer, linked bool) {
+	if o.DataDir == "" || linked {
+		return
+	}
+	skipped, _ := kernel.SkippedData(o.DataDir) // a walk that fails here fails the copy too, which says why
+	for _, s := range skipped {
+		fmt.Fprintf(warn, "ctxcode: warning: skipped data/%s: %s\n", s.Rel, s.Reason)
+	}
 }
 
 // Check fills the defaults and refuses what cannot work (an *InputError),
@@ -163,6 +199,11 @@ func (o *OpenOptions) Check() error {
 	case kernel.Python, kernel.Go:
 	default:
 		return inputErrorf("unknown language %q: expected python or go", string(o.Lang))
+	}
+	if o.Kind != KindLocal && o.Docker != nil {
+		if err := o.Docker.Check(); err != nil {
+			return err
+		}
 	}
 	if o.SweepTimeout <= 0 {
 		o.SweepTimeout = 30 * time.Second

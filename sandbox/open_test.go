@@ -122,6 +122,11 @@ func TestOpenBadInput(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent.sock") // a *DaemonError would mean Open got that far
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	docker := func(change func(*Config)) *Config {
+		cfg := DefaultConfig()
+		change(&cfg)
+		return &cfg
+	}
 	for _, tc := range []struct {
 		name string
 		opts OpenOptions
@@ -133,6 +138,12 @@ func TestOpenBadInput(t *testing.T) {
 		{"data is a file", OpenOptions{DataDir: file}, "is not a folder"},
 		{"missing data folder, local", OpenOptions{Kind: KindLocal, DataDir: "/nonexistent/data"}, `data folder "/nonexistent/data"`},
 		{"named python missing", OpenOptions{Kind: KindLocal, Python: "/nonexistent/python3"}, "--python /nonexistent/python3: no such interpreter"},
+		{"memory below Docker's minimum", OpenOptions{Docker: docker(func(c *Config) { c.Memory = MinMemory - 1 })}, "--memory 6291455: below Docker's minimum of 6m"},
+		{"swap below memory", OpenOptions{Docker: docker(func(c *Config) { c.Swap = 1 << 30 })}, "--memory-swap 1g: below --memory 2g"},
+		{"no CPU", OpenOptions{Docker: docker(func(c *Config) { c.CPUs = 0 })}, "--cpus 0: give a positive number"},
+		{"too few processes", OpenOptions{Docker: docker(func(c *Config) { c.Pids = 2 })}, "--pids 2: a kernel needs at least 3"},
+		{"another container's network", OpenOptions{Kind: KindDocker, Docker: docker(func(c *Config) { c.Network = "container:x" })}, "never joins another container's network"},
+		{"every limit at once", OpenOptions{Docker: docker(func(c *Config) { c.Memory, c.Pids = 0, 0 })}, "or 2g (the default)\n--pids 0: a kernel needs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, warn, err := open(t, tc.opts)
@@ -145,6 +156,39 @@ func TestOpenBadInput(t *testing.T) {
 			assert.Empty(t, warn, "a warning before refusing bad input")
 		})
 	}
+}
+
+// TestOpenRefusesWhatTheDaemonLacks: an image or a network the user named
+// that the daemon does not have, or more CPUs than it has, is an
+// *InputError from Open, before any container is made; a network other
+// than none is taken, with a warning.
+func TestOpenRefusesWhatTheDaemonLacks(t *testing.T) {
+	newDockerClient(t)
+	for _, tc := range []struct {
+		name   string
+		change func(*Config)
+		err    string
+	}{
+		{"image", func(c *Config) { c.Image = "ctxcode-test-no-such-image:1" }, "image ctxcode-test-no-such-image:1 not found"},
+		{"network", func(c *Config) { c.Network = "ctxcode-test-no-such-network" }, "--network ctxcode-test-no-such-network: the Docker daemon has no such network"},
+		{"CPUs", func(c *Config) { c.CPUs = 100000 }, "--cpus 100000: the Docker host has"},
+		{"image and network at once", func(c *Config) { c.Image, c.Network = "ctxcode-test-no-such-image:1", "ctxcode-test-no-such-network" },
+			"not found: pull or build it (any image with python3, 3.9 or later, works), or drop --image to use ctxcode's own\n--network"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			tc.change(&cfg)
+			_, _, err := open(t, OpenOptions{Kind: KindDocker, Docker: &cfg})
+			var ie *InputError
+			require.ErrorAs(t, err, &ie)
+			assert.Contains(t, err.Error(), tc.err)
+		})
+	}
+	cfg := testConfig(t)
+	cfg.Network = "bridge"
+	_, warn, err := open(t, OpenOptions{Kind: KindDocker, Docker: &cfg})
+	require.NoError(t, err)
+	assert.Equal(t, "ctxcode: warning: --network bridge: the cells can reach the network\n", warn)
 }
 
 // TestOpenDocker: with the daemon there, Open sweeps the orphans of gone

@@ -71,14 +71,18 @@ type Config struct {
 	// the daemon is remote (DOCKER_HOST=tcp://...) and when some file or
 	// folder under DataDir is not readable by every user.
 	CopyData bool
-	// Network is the network mode. Default "none".
+	// Network is the network mode: "none" (the default), or a network
+	// the daemon has (bridge, host, one made by docker network create);
+	// never another container's.
 	Network string
-	// Memory is the memory limit in bytes; swap is held to the same value.
-	// Default 2 GiB.
+	// Memory is the memory limit in bytes, at least MinMemory; swap is
+	// held to the same value. Default 2 GiB.
 	Memory int64
-	// CPUs is the CPU quota. Default 1.
+	// CPUs is the CPU quota, more than 0 and at most the daemon's CPUs.
+	// Default 1.
 	CPUs float64
-	// Pids caps the processes in the container. Default 256.
+	// Pids caps the processes (and threads) in the container, at least
+	// MinPids. Default 256.
 	Pids int64
 	// TmpSize is the size of the /tmp tmpfs in bytes. Default 256 MiB.
 	TmpSize int64

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -57,12 +59,25 @@ kernel and calls ANSWER(gold); solution is what --model reference plays).
 trials are kernel work), and to 4 per CPU (at most 16) for a model behind
 an API, whose trials mostly wait for it. A 429 slows every worker.
 
+Caps, far above a meant run, so that a typo is refused at once: --reps
+at most 1000, --parallel at most 256, and at most 100000 trials (models x
+conditions x tasks x reps) in one run.
+
 Exit codes: 0 every trial has a result (right or wrong); 1 a kernel,
 sandbox or API failure stopped the run, or some trials ended in one, or
 the run folder could not be written (a full disk: a trial whose
 trajectory was not written whole has no result) (run again to retry
 them); 2 bad input; 130 interrupted (the run resumes).
 `
+
+// The caps of a run, far above what a run is meant to be, so that a typo
+// (--reps 100000000) is refused at once rather than planned for minutes in
+// gigabytes of memory.
+const (
+	maxReps     = 1000   // repetitions of every trial
+	maxParallel = 256    // trials at once, each with its kernel
+	maxTrials   = 100000 // models x conditions x tasks x reps
+)
 
 type benchOptions struct {
 	sandbox sandboxFlags
@@ -92,8 +107,8 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 	fs.StringVar(&o.out, "out", "", "the run directory (required): created, or resumed when it holds this run")
 	fs.StringVar(&o.conditions, "conditions", strings.Join(conditionOrder, ","), "the conditions, a comma list of A, B, B0, D, C")
 	fs.StringVar(&models, "model", "", "models, a comma list: names at the endpoint, or reference (default: $CTXCODE_MODEL, else gpt-4o-mini)")
-	fs.IntVar(&o.reps, "reps", 1, "repetitions of every (model, condition, task)")
-	fs.IntVar(&o.parallel, "parallel", 0, "trials at once (default: the CPUs for reference, 4 per CPU up to 16 for an API model)")
+	fs.IntVar(&o.reps, "reps", 1, fmt.Sprintf("repetitions of every (model, condition, task), at most %d", maxReps))
+	fs.IntVar(&o.parallel, "parallel", 0, fmt.Sprintf("trials at once, at most %d (default: the CPUs for reference, 4 per CPU up to 16 for an API model)", maxParallel))
 	fs.BoolVar(&o.resume, "resume", false, "resume the run in --out (running the same command again does too); refuse if there is none")
 	fs.BoolVar(&o.force, "force", false, "use an --out that holds other files, or discard the run it holds if its configuration differs")
 	fs.StringVar(&o.tier, "tier", "xl", "built-in tasks: the data tier, s, m or xl")
@@ -117,8 +132,12 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 		return nil, usagef("bench: give the run directory with --out RUNDIR (a new folder, or one that holds this run to resume it)")
 	case o.reps < 1:
 		return nil, usagef("--reps %d: give 1 or more", o.reps)
+	case o.reps > maxReps:
+		return nil, usagef("--reps %d: at most %d: each rep runs every (model, condition, task) again", o.reps, maxReps)
 	case o.parallel < 0:
 		return nil, usagef("--parallel %d: give 1 or more (0: the default)", o.parallel)
+	case o.parallel > maxParallel:
+		return nil, usagef("--parallel %d: at most %d trials at once, each with a kernel of up to --memory", o.parallel, maxParallel)
 	case o.taskFile != "" && (o.dataDir == "" || o.prefixName == ""):
 		return nil, usagef("--tasks needs --data DIR (the folder the tasks ask about) and --prefix P (the prefix their gold_code and solutions are written against)")
 	case o.taskFile != "" && (fs.Changed("tier") || fs.Changed("seed")):
@@ -244,8 +263,10 @@ type benchSetup struct {
 	manifest   *datasets.Manifest
 	source     bench.TaskSource
 	tasks      []datasets.Task
-	userTasks  []bench.UserTask // with --tasks, in tasks' order
-	prefix     *prefixes.Prefix // --prefix, or pm
+	userTasks  []bench.UserTask // with --tasks, in tasks' order: those of its good lines
+	taskFile   string
+	problems   []bench.TaskProblem // of the task file, reported with gold_code's (taskProblems)
+	prefix     *prefixes.Prefix    // --prefix, or pm
 	conditions []bench.Condition
 	language   kernel.Language
 }
@@ -313,6 +334,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	tr, cleanup, err := o.sandbox.transport(ctx, s.language, s.dataDir, stderr)
 	if err != nil {
+		if perr := s.taskProblems(nil, err); perr != nil && ctx.Err() == nil {
+			return perr // what was found of the task file comes first
+		}
 		return err
 	}
 	defer cleanup()
@@ -387,12 +411,17 @@ func (o *benchOptions) setup(stderr io.Writer) (*benchSetup, error) {
 		return nil, dataError(err)
 	}
 	if o.taskFile != "" {
+		// A bad line is not reported yet: with the missing solutions and
+		// the gold_code that fails, all at once (taskProblems).
+		s.taskFile = o.taskFile
 		uts, err := bench.ReadTasks(o.taskFile)
-		if err != nil {
-			var tfe *bench.TaskFileError
-			if errors.As(err, &tfe) {
-				return nil, usagef("%v", err)
-			}
+		var tfe *bench.TaskFileError
+		switch {
+		case errors.As(err, &tfe) && len(uts) == 0:
+			return nil, usagef("%v", err)
+		case errors.As(err, &tfe):
+			s.problems = tfe.Problems
+		case err != nil:
 			return nil, err
 		}
 		b, err := os.ReadFile(o.taskFile)
@@ -407,6 +436,9 @@ func (o *benchOptions) setup(stderr io.Writer) (*benchSetup, error) {
 	}
 	if len(o.taskIDs) > 0 {
 		if err := s.only(o.taskIDs); err != nil {
+			if len(s.problems) > 0 { // the id may be on a bad line
+				return nil, s.taskProblems(nil, nil)
+			}
 			return nil, err
 		}
 	}
@@ -445,14 +477,36 @@ func (o *benchOptions) setup(stderr io.Writer) (*benchSetup, error) {
 		}
 		for _, ut := range s.userTasks {
 			if ut.Solution == "" {
-				return nil, usagef("--model reference plays each task's solution, and task %s (%s line %d) has none: add \"solution\" to it, or use a real model", ut.ID, o.taskFile, ut.Line)
+				s.problems = append(s.problems, bench.TaskProblem{Line: ut.Line, Msg: fmt.Sprintf(
+					"task %s has no solution, which --model reference plays: add \"solution\" to it, or use a real model", ut.ID)})
 			}
 		}
 		if s.language != kernel.Python {
 			return nil, usagef("--model reference plays Python solutions; prefix %s is %s", s.prefix.Name, s.language)
 		}
 	}
+	tasks := max(len(s.tasks), len(s.userTasks))
+	if trials := len(o.models) * len(s.conditions) * tasks * o.reps; trials > maxTrials {
+		return nil, usagef("the run would have %d trials (%d model(s) x %d condition(s) x %d task(s) x %d rep(s)), over the %d one run may have: "+
+			"split it (--task, --conditions, --model) or give fewer --reps", trials, len(o.models), len(s.conditions), tasks, o.reps, maxTrials)
+	}
 	return s, nil
+}
+
+// taskProblems is every problem of the task file found so far, and those
+// of more, in the file's order, as one usage error (nil when there is
+// none). note, when not nil, says why some could not be looked for.
+func (s *benchSetup) taskProblems(more []bench.TaskProblem, note error) error {
+	all := append(slices.Clone(s.problems), more...)
+	if len(all) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(all, func(a, b bench.TaskProblem) int { return cmp.Compare(a.Line, b.Line) })
+	msg := (&bench.TaskFileError{Path: s.taskFile, Problems: all}).Error()
+	if note != nil {
+		msg += fmt.Sprintf("\n(gold_code was not run: %v)", note)
+	}
+	return usagef("%s", msg)
 }
 
 // only keeps the tasks named in ids, in the run's order.
@@ -510,42 +564,27 @@ func (s *benchSetup) needsGolds() bool {
 }
 
 // resolveGolds computes the gold of every user task that has gold_code,
-// each in a fresh kernel over the prefix.
+// each in a fresh kernel over the prefix, and then refuses the task file
+// with every problem found in it: its bad lines, the missing solutions,
+// the gold_code that failed.
 func (s *benchSetup) resolveGolds(ctx context.Context, tr kernel.Transport, timeout time.Duration) error {
 	if s.userTasks == nil || len(s.tasks) > 0 { // built-in tasks, or resolved already
 		return nil
 	}
-	opts := kernel.ExecOptions{Timeout: timeout}
-	var k *kernel.Client
-	defer func() {
-		if k != nil {
-			_ = k.Close()
-		}
-	}()
-	for _, ut := range s.userTasks {
-		var kk kernel.Kernel
-		if ut.GoldCode != "" {
-			var err error
-			if k == nil {
-				if k, err = kernel.Start(ctx, s.prefix.Language, tr, kernel.ClientOptions{}); err != nil {
-					return err
-				}
-			} else if err = k.Restart(ctx); err != nil {
-				return err
-			}
-			kk = k
-		}
-		t, err := bench.ResolveGold(ctx, kk, s.prefix, ut, opts)
-		if err != nil {
-			var ge *bench.GoldError
-			var be *prefixes.BuildError
-			if errors.As(err, &ge) || errors.As(err, &be) {
-				return usagef("%v", err)
-			}
-			return err
-		}
-		s.tasks = append(s.tasks, t)
+	golds, problems, err := bench.ResolveGolds(ctx, tr, s.prefix, s.userTasks, kernel.ExecOptions{Timeout: timeout})
+	var be *prefixes.BuildError
+	switch {
+	case err != nil && ctx.Err() == nil && len(s.problems) > 0:
+		return s.taskProblems(nil, err)
+	case errors.As(err, &be):
+		return usagef("%v", err) // the prefix's fault
+	case err != nil:
+		return err
 	}
+	if err := s.taskProblems(problems, nil); err != nil {
+		return err
+	}
+	s.tasks = golds
 	return nil
 }
 

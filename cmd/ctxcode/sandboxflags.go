@@ -41,10 +41,10 @@ func (s *sandboxFlags) register(fs *flagSet) {
 	s.memory, s.tmpSize = byteSize(def.Memory), byteSize(def.TmpSize)
 	fs.StringVar(&s.kind, "sandbox", "", "where kernels run: docker (isolated; the default when Docker is reachable) or local (this host, not isolated)")
 	fs.StringVar(&s.image, "image", "", "docker: image to run the kernel in, any with python3 (default "+def.Image+")")
-	fs.StringVar(&s.network, "network", def.Network, "docker: network mode")
-	fs.Var(&s.memory, "memory", "docker: memory limit, swap included (e.g. 512m, 2g)")
-	fs.Float64Var(&s.cpus, "cpus", def.CPUs, "docker: CPU quota")
-	fs.Int64Var(&s.pids, "pids", def.Pids, "docker: most processes in the container")
+	fs.StringVar(&s.network, "network", def.Network, "docker: network mode: none (no network), bridge or host, or a network made with docker network create")
+	fs.Var(&s.memory, "memory", "docker: memory limit, swap included (e.g. 512m, 2g; at least 6m, Docker's minimum)")
+	fs.Float64Var(&s.cpus, "cpus", def.CPUs, "docker: CPU quota, more than 0 and at most the Docker host's CPUs")
+	fs.Int64Var(&s.pids, "pids", def.Pids, "docker: most processes (and threads) in the container; a kernel needs at least 3")
 	fs.Var(&s.tmpSize, "tmp-size", "docker: size of the /tmp tmpfs")
 	fs.StringVar(&s.user, "user", def.User, "docker: user:group the kernel runs as")
 	fs.BoolVar(&s.writableRoot, "writable-root", false, "docker: leave the root filesystem writable")
@@ -59,7 +59,8 @@ func (s *sandboxFlags) register(fs *flagSet) {
 func (s *sandboxFlags) check() error {
 	// The sandbox's own checks, now: bad input is found before any work
 	// (what this machine lacks, such as python3, is found when it starts).
-	opts := sandbox.OpenOptions{Kind: sandbox.Kind(s.kind), Python: s.python}
+	cfg := s.dockerConfig()
+	opts := sandbox.OpenOptions{Kind: sandbox.Kind(s.kind), Python: s.python, Docker: &cfg}
 	if ie := (*sandbox.InputError)(nil); errors.As(opts.Check(), &ie) {
 		return usagef("%v", ie)
 	}
@@ -73,13 +74,7 @@ func (s *sandboxFlags) check() error {
 // when reachable; the host only when --sandbox local says so. The cleanup
 // function closes the Docker client.
 func (s *sandboxFlags) transport(ctx context.Context, lang kernel.Language, dataDir string, stderr io.Writer) (kernel.Transport, func(), error) {
-	cfg := sandbox.DefaultConfig()
-	if s.image != "" {
-		cfg.Image = s.image
-	}
-	cfg.Network, cfg.Memory, cfg.CPUs, cfg.Pids = s.network, int64(s.memory), s.cpus, s.pids
-	cfg.TmpSize, cfg.User, cfg.WritableRoot, cfg.KeepCaps = int64(s.tmpSize), s.user, s.writableRoot, s.keepCaps
-	cfg.NewPrivileges, cfg.Swap = s.newPrivs, int64(s.swap)
+	cfg := s.dockerConfig()
 	tr, cleanup, err := sandbox.Open(ctx, sandbox.OpenOptions{
 		Kind:         sandbox.Kind(s.kind),
 		HostFallback: s.hostFallback,
@@ -95,6 +90,18 @@ func (s *sandboxFlags) transport(ctx context.Context, lang kernel.Language, data
 		return nil, cleanup, usagef("%v", err)
 	}
 	return tr, cleanup, err
+}
+
+// dockerConfig is the containers' configuration the flags give.
+func (s *sandboxFlags) dockerConfig() sandbox.Config {
+	cfg := sandbox.DefaultConfig()
+	if s.image != "" {
+		cfg.Image = s.image
+	}
+	cfg.Network, cfg.Memory, cfg.CPUs, cfg.Pids = s.network, int64(s.memory), s.cpus, s.pids
+	cfg.TmpSize, cfg.User, cfg.WritableRoot, cfg.KeepCaps = int64(s.tmpSize), s.user, s.writableRoot, s.keepCaps
+	cfg.NewPrivileges, cfg.Swap = s.newPrivs, int64(s.swap)
+	return cfg
 }
 
 // byteSize is a flag for sizes such as 512m or 2g (powers of 1024).
