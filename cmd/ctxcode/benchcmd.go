@@ -334,7 +334,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	tr, cleanup, err := o.sandbox.transport(ctx, s.language, s.dataDir, stderr)
 	if err != nil {
-		if perr := s.taskProblems(nil, err); perr != nil && ctx.Err() == nil {
+		if perr := s.taskProblems(nil, "(gold_code was not run: "+err.Error()+")"); perr != nil && ctx.Err() == nil {
 			return perr // what was found of the task file comes first
 		}
 		return err
@@ -390,8 +390,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // setup finds the data, the tasks, the prefixes and the conditions, and
 // refuses what cannot run, before any kernel starts.
-func (o *benchOptions) setup(stderr io.Writer) (*benchSetup, error) {
+func (o *benchOptions) setup(stderr io.Writer) (_ *benchSetup, err error) {
 	s := &benchSetup{dataDir: o.dataDir}
+	defer func() {
+		if err != nil && len(s.problems) > 0 { // the task file's problems are reported with what stopped the setup
+			err = s.taskProblems(nil, err.Error())
+		}
+	}()
 	if s.dataDir == "" {
 		dir, err := cachedData(o.tier, o.seed, stderr)
 		if err != nil {
@@ -436,9 +441,6 @@ func (o *benchOptions) setup(stderr io.Writer) (*benchSetup, error) {
 	}
 	if len(o.taskIDs) > 0 {
 		if err := s.only(o.taskIDs); err != nil {
-			if len(s.problems) > 0 { // the id may be on a bad line
-				return nil, s.taskProblems(nil, nil)
-			}
 			return nil, err
 		}
 	}
@@ -494,17 +496,17 @@ func (o *benchOptions) setup(stderr io.Writer) (*benchSetup, error) {
 }
 
 // taskProblems is every problem of the task file found so far, and those
-// of more, in the file's order, as one usage error (nil when there is
-// none). note, when not nil, says why some could not be looked for.
-func (s *benchSetup) taskProblems(more []bench.TaskProblem, note error) error {
+// of more, in the file's order, as one usage error, followed by also, a
+// line of what else stopped the run (nil when there is no problem).
+func (s *benchSetup) taskProblems(more []bench.TaskProblem, also string) error {
 	all := append(slices.Clone(s.problems), more...)
 	if len(all) == 0 {
 		return nil
 	}
 	slices.SortStableFunc(all, func(a, b bench.TaskProblem) int { return cmp.Compare(a.Line, b.Line) })
 	msg := (&bench.TaskFileError{Path: s.taskFile, Problems: all}).Error()
-	if note != nil {
-		msg += fmt.Sprintf("\n(gold_code was not run: %v)", note)
+	if also != "" {
+		msg += "\n" + also
 	}
 	return usagef("%s", msg)
 }
@@ -575,13 +577,13 @@ func (s *benchSetup) resolveGolds(ctx context.Context, tr kernel.Transport, time
 	var be *prefixes.BuildError
 	switch {
 	case err != nil && ctx.Err() == nil && len(s.problems) > 0:
-		return s.taskProblems(nil, err)
+		return s.taskProblems(nil, "(gold_code was not run: "+err.Error()+")")
 	case errors.As(err, &be):
 		return usagef("%v", err) // the prefix's fault
 	case err != nil:
 		return err
 	}
-	if err := s.taskProblems(problems, nil); err != nil {
+	if err := s.taskProblems(problems, ""); err != nil {
 		return err
 	}
 	s.tasks = golds
