@@ -41,25 +41,39 @@ type Conn interface {
 
 // Exit says how a kernel process ended.
 type Exit struct {
-	Code       int            // exit status; -1 when unknown
-	Signal     syscall.Signal // the signal that killed it, or 0
-	Lost       string         // why the process's end could not be observed, if so
-	OOMKilled  bool           // the kernel ran out of memory (containers report this)
-	MemLimit   int64          // the memory limit in bytes, when known
-	StderrTail string         // the last bytes the process wrote to its stderr
+	Code      int            // exit status; -1 when unknown
+	Signal    syscall.Signal // the signal that killed it, or 0
+	Lost      string         // why the process's end could not be observed, if so
+	OOMKilled bool           // the kernel ran out of memory (containers report this)
+	// MemLimit is the memory the process could have, in bytes, when
+	// known: a container's limit, or, on this host (OnHost), the host's.
+	MemLimit int64
+	// OnHost says the process ran on this host, with no memory limit of
+	// its own: when the host runs out of memory, its out-of-memory killer
+	// ends a process with SIGKILL, and nothing else tells.
+	OnHost     bool
+	StderrTail string // the last bytes the process wrote to its stderr
 }
 
 // String says how the process ended, e.g. "died: exited with status 3" or
-// "killed: out of memory (limit 2 GiB)", then the tail of its stderr.
+// "killed: out of memory, at its limit of 2 GiB (...--memory...)", then
+// the tail of its stderr. An out-of-memory death names the limit and the
+// flag that sets it (--memory, which every command that starts kernels
+// takes).
 func (e Exit) String() string {
 	var b strings.Builder
 	switch {
 	case e.OOMKilled && e.MemLimit > 0:
-		fmt.Fprintf(&b, "killed: out of memory (limit %s)", formatBytes(e.MemLimit))
+		fmt.Fprintf(&b, "killed: out of memory, at its limit of %s (give it more with --memory, e.g. --memory %s)",
+			formatBytes(e.MemLimit), sizeFlag(2*e.MemLimit))
 	case e.OOMKilled:
-		b.WriteString("killed: out of memory")
+		b.WriteString("killed: out of memory (give it more with --memory)")
 	case e.Lost != "":
 		fmt.Fprintf(&b, "lost: %s", e.Lost)
+	case e.Signal == syscall.SIGKILL && e.OnHost:
+		fmt.Fprintf(&b, "died: killed by SIGKILL (signal 9): unless a cell sent it, the host ran out of memory and its "+
+			"out-of-memory killer ended the kernel, which on this host may use all of its memory (%s) and no more; "+
+			"--sandbox docker gives it a limit of its own, --memory", formatBytes(e.MemLimit))
 	case e.Signal != 0:
 		fmt.Fprintf(&b, "died: killed by %s (signal %d: %s)", unix.SignalName(e.Signal), int(e.Signal), e.Signal)
 	default:
@@ -74,12 +88,25 @@ func (e Exit) String() string {
 func formatBytes(n int64) string {
 	const gib, mib = 1 << 30, 1 << 20
 	switch {
+	case n <= 0:
+		return "an unknown amount"
 	case n%gib == 0:
 		return fmt.Sprintf("%d GiB", n/gib)
 	case n%mib == 0:
 		return fmt.Sprintf("%d MiB", n/mib)
+	case n >= gib:
+		return fmt.Sprintf("%.1f GiB", float64(n)/gib)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// sizeFlag is n bytes as a --memory value: "4g", "128m".
+func sizeFlag(n int64) string {
+	const gib, mib = 1 << 30, 1 << 20
+	if n%gib == 0 {
+		return fmt.Sprintf("%dg", n/gib)
+	}
+	return fmt.Sprintf("%dm", (n+mib-1)/mib)
 }
 
 // DeadError reports a kernel process that ended on its own (exit(),

@@ -336,3 +336,29 @@ func kernelParent(mode string) {
 	_ = k.Close()
 	os.Exit(0)
 }
+
+// TestPythonKilledOnHost: the host's out-of-memory killer ends a local
+// kernel with SIGKILL, and nothing else says it did; the error names the
+// likely cause, the host's memory, and the flags that give a kernel a
+// limit of its own. (The cell sends the signal itself, so the kernel runs
+// without namespaces: no signal from inside a PID namespace kills its
+// first process.)
+func TestPythonKilledOnHost(t *testing.T) {
+	t.Parallel()
+	cfg := kernel.LocalConfig{NoNamespaces: true}
+	tr, err := kernel.NewLocalPython(pythonFor(t, cfg), true, cfg)
+	require.NoError(t, err)
+	k, err := kernel.Start(context.Background(), kernel.Python, tr, kernel.ClientOptions{})
+	if k != nil {
+		t.Cleanup(func() { _ = k.Close() })
+	}
+	require.NoError(t, err)
+	_, err = k.Execute(context.Background(), "import os\nos.kill(os.getpid(), 9)", kernel.ExecOptions{})
+	var dead *kernel.DeadError
+	require.ErrorAs(t, err, &dead)
+	assert.Equal(t, syscall.SIGKILL, dead.Exit.Signal)
+	assert.True(t, dead.Exit.OnHost)
+	assert.Positive(t, dead.Exit.MemLimit, "the host's memory")
+	assert.Contains(t, err.Error(), "killed by SIGKILL (signal 9): unless a cell sent it, the host ran out of memory")
+	assert.Contains(t, err.Error(), "--sandbox docker gives it a limit of its own, --memory")
+}

@@ -226,7 +226,7 @@ func killGroup(cmd *exec.Cmd) error {
 }
 
 func exitOf(cmd *exec.Cmd, werr error, tail *TailBuffer) Exit {
-	e := Exit{Code: -1, StderrTail: tail.String()}
+	e := Exit{Code: -1, StderrTail: tail.String(), OnHost: true, MemLimit: hostMemory()}
 	if st := cmd.ProcessState; st != nil {
 		e.Code = st.ExitCode()
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

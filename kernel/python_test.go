@@ -494,6 +494,7 @@ func TestPythonDeadKernel(t *testing.T) {
 					} else {
 						assert.Contains(t, err.Error(), fmt.Sprintf("exited with status %d", tc.status))
 					}
+					assert.True(t, dead.Exit.OnHost)
 
 					done := make(chan error, 1)
 					go func() { _, err := k.Execute(context.Background(), "1", ExecOptions{}); done <- err }()

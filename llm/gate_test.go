@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -38,9 +40,9 @@ func timeWait(t *testing.T, th *Throttle) time.Duration {
 
 func TestThrottleRateDropsAndRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		th := NewThrottle(0)
-		waitN(t, th, 40) // 40 admissions in the last 10s: 4/s
-		assert.True(t, math.IsInf(th.Stats().Limit, 1), "no steady limit before a throttling reply")
+		th := NewThrottle(4)
+		waitN(t, th, 40) // 4/s, the last at 9.75s
+		assert.InDelta(t, 4.0, th.Stats().Limit, 1e-9)
 
 		th.Slow(http.StatusTooManyRequests, 2*time.Second)
 		s := th.Stats()
@@ -49,27 +51,114 @@ func TestThrottleRateDropsAndRecovers(t *testing.T) {
 		assert.Equal(t, 2*time.Second, timeWait(t, th), "the pause")
 		assert.Equal(t, 500*time.Millisecond, timeWait(t, th), "then one turn every 1/2s")
 
-		// The pause ended 0.5s ago; each 10s quiet from then closes a
-		// fifth of the gap from 2/s back to 4/s, the fifth restores no limit.
+		// No reply is heard of (no Pass): the pause ended 0.5s ago, and each
+		// 10s quiet from then closes a third of the gap from 2/s back to
+		// 4/s; the third restores the rate of NewThrottle.
 		time.Sleep(9500*time.Millisecond - time.Nanosecond)
 		assert.InDelta(t, 2.0, th.Stats().Limit, 1e-9, "not yet a quiet period")
-		for _, want := range []float64{2.4, 2.8, 3.2, 3.6} {
+		for _, want := range []float64{2 + 2.0/3, 2 + 4.0/3} {
 			time.Sleep(time.Nanosecond)
 			assert.InDelta(t, want, th.Stats().Limit, 1e-9)
 			time.Sleep(throttleQuiet - time.Nanosecond)
 		}
 		time.Sleep(time.Nanosecond)
-		assert.True(t, math.IsInf(th.Stats().Limit, 1), "the rate of NewThrottle again")
+		assert.InDelta(t, 4.0, th.Stats().Limit, 1e-9, "the rate of NewThrottle again")
+	})
+}
+
+// TestThrottleRecoversWithinAFewPasses: the replies the provider takes
+// after a pause each close a third of the gap, so three of them undo what
+// one 429 did; late answers to requests sent before the 429 do not count.
+func TestThrottleRecoversWithinAFewPasses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		th := NewThrottle(0)
+		waitN(t, th, 8) // a burst of 8 at once: 8/s
+		th.Slow(http.StatusTooManyRequests, 3*time.Second)
+		assert.InDelta(t, 4.0, th.Stats().Limit, 1e-9, "half the 8/s of the burst, measured over 1s, not over a 10s window it did not fill")
+
+		for range 8 {
+			th.Pass() // the other answers to the burst, heard during the pause
+		}
+		time.Sleep(3 * time.Second)
+		th.Pass() // and after it
+		assert.InDelta(t, 4.0, th.Stats().Limit, 1e-9, "answers to requests sent before the 429 are no step")
+
+		for _, want := range []float64{4 + 4.0/3, 4 + 8.0/3, math.Inf(1)} {
+			waitN(t, th, 1)
+			th.Pass()
+			assert.InDelta(t, want, th.Stats().Limit, 1e-9)
+		}
 		assert.Equal(t, time.Duration(0), timeWait(t, th))
 		assert.Equal(t, time.Duration(0), timeWait(t, th))
 	})
+}
+
+// TestThrottleReschedulesWaiters: callers that queued at the lowered rate
+// go out at the rate restored while they wait, in the order they came, and
+// do not keep the turns they were first given.
+func TestThrottleReschedulesWaiters(t *testing.T) {
+	tests := []struct {
+		name    string
+		restore func(t *testing.T, th *Throttle, admitted func() int)
+	}{
+		{"restored by quiet periods", func(t *testing.T, th *Throttle, _ func() int) {
+			for !math.IsInf(th.Stats().Limit, 1) {
+				time.Sleep(time.Second)
+			}
+		}},
+		{"restored by the replies to the first callers", func(t *testing.T, th *Throttle, admitted func() int) {
+			for i := range throttleSteps {
+				for admitted() <= i {
+					time.Sleep(time.Millisecond) // to the next turn
+				}
+				th.Pass()
+			}
+			assert.True(t, math.IsInf(th.Stats().Limit, 1))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				th := NewThrottle(0)
+				th.Slow(http.StatusTooManyRequests, 0) // nothing admitted lately: the floor, one turn every 5s
+				const n = 12                           // turns from 0s to 55s at the floor
+				var mu sync.Mutex
+				went := make([]time.Time, n) // when each caller, in the order they came, went
+				count := 0
+				var wg sync.WaitGroup
+				for i := range n {
+					wg.Go(func() {
+						assert.NoError(t, th.Wait(context.Background()))
+						mu.Lock()
+						went[i] = time.Now()
+						count++
+						mu.Unlock()
+					})
+					synctest.Wait() // queued before the next comes
+				}
+				admitted := func() int {
+					mu.Lock()
+					defer mu.Unlock()
+					return count
+				}
+				tt.restore(t, th, admitted)
+				restored := time.Now()
+				synctest.Wait() // every caller that can go has gone
+				assert.Equal(t, n, admitted(), "every caller goes once the rate is restored, none keeps its turn at the floor")
+				assert.Equal(t, restored, time.Now())
+				wg.Wait()
+				assert.True(t, slices.IsSortedFunc(went, time.Time.Compare), "none went before a caller that came earlier: %v", went)
+				assert.Zero(t, th.Stats().Queued)
+			})
+		})
+	}
 }
 
 func TestThrottlePolicy(t *testing.T) {
 	t.Run("a throttling reply during a pause extends it and does not lower the rate again", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			th := NewThrottle(0)
-			waitN(t, th, 40)
+			waitN(t, th, 4)
 			th.Slow(http.StatusTooManyRequests, time.Second)
 			th.Slow(http.StatusServiceUnavailable, 3*time.Second)
 			th.Slow(http.StatusTooManyRequests, time.Second) // nearer: the pause stays
@@ -81,14 +170,14 @@ func TestThrottlePolicy(t *testing.T) {
 	})
 	t.Run("a throttling reply after a pause lowers the rate again", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			th := NewThrottle(0)
-			waitN(t, th, 80) // 8/s
+			th := NewThrottle(8)
+			waitN(t, th, 80) // 8/s for 10s
 			th.Slow(http.StatusTooManyRequests, time.Second)
 			assert.InDelta(t, 4.0, th.Stats().Limit, 1e-9)
 			assert.Equal(t, time.Second, timeWait(t, th))
 			waitN(t, th, 3) // at the 4/s set by the first 429
 			th.Slow(http.StatusTooManyRequests, 0)
-			// Over the last 10s: 80 + 4 admissions, 8.4/s, but 4/s is in force.
+			// Over the last 10s: about 7/s, but 4/s is in force.
 			assert.InDelta(t, 2.0, th.Stats().Limit, 1e-9)
 		})
 	})
@@ -107,8 +196,8 @@ func TestThrottlePolicy(t *testing.T) {
 			assert.Equal(t, time.Duration(0), timeWait(t, th))
 			assert.Equal(t, 500*time.Millisecond, timeWait(t, th))
 			th.Slow(http.StatusTooManyRequests, 0)
-			// 2 admissions over the last 10s: 0.2/s, halved: the floor.
-			assert.InDelta(t, float64(throttleFloor), th.Stats().Limit, 1e-9)
+			// 2 admissions within 1s: 2/s, halved.
+			assert.InDelta(t, 1.0, th.Stats().Limit, 1e-9)
 			time.Sleep(throttleSteps * throttleQuiet)
 			assert.InDelta(t, 2.0, th.Stats().Limit, 1e-9, "recovers to the rate of NewThrottle, not to none")
 		})
@@ -133,11 +222,14 @@ func TestThrottlePolicy(t *testing.T) {
 			for range 2 {
 				wg.Go(func() { assert.NoError(t, th.Wait(context.Background())) })
 			}
+			synctest.Wait()
+			assert.Equal(t, 2, th.Stats().Queued)
 			wg.Wait()
 			s := th.Stats()
 			// Both wait out the pause; the floor's 5s spacing then holds one back.
 			assert.Equal(t, 1500*time.Millisecond+1500*time.Millisecond+5*time.Second, s.Waited)
 			assert.Equal(t, "1 throttling reply, callers waited 8s, limit 0.2/s", s.String())
+			assert.Zero(t, s.Queued)
 		})
 	})
 }
@@ -184,6 +276,7 @@ func TestThrottleConcurrentUse(t *testing.T) {
 			wg.Go(func() {
 				for range 25 {
 					assert.NoError(t, th.Wait(context.Background()))
+					th.Pass()
 				}
 			})
 		}
@@ -199,8 +292,8 @@ func TestThrottleConcurrentUse(t *testing.T) {
 		s := th.Stats()
 		assert.Equal(t, 4, s.Throttled)
 		assert.Positive(t, s.Waited)
-		// The 200 turns outlast the recovery: at most 0.8/s for 50s.
-		assert.InDelta(t, 50.0, s.Limit, 1e-9, "recovered to the rate of NewThrottle")
+		assert.InDelta(t, 50.0, s.Limit, 1e-9, "the turns after the last 429 restored the rate of NewThrottle")
+		assert.Zero(t, s.Queued)
 	})
 }
 
@@ -210,6 +303,7 @@ type send struct {
 	sent     time.Time // when the request left
 	answered time.Time // when the response's headers came
 	status   int
+	limit    float64 // the steady rate of the transport's gate when the request left
 }
 
 // sendLog records the attempts of several clients.
@@ -229,10 +323,14 @@ type loggingTransport struct {
 	client string
 	log    *sendLog
 	next   http.RoundTripper
+	gate   *Throttle // nil: no limit is recorded
 }
 
 func (lt loggingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	s := send{client: lt.client, sent: time.Now()}
+	if lt.gate != nil {
+		s.limit = lt.gate.Stats().Limit
+	}
 	resp, err := lt.next.RoundTrip(req)
 	s.answered = time.Now()
 	if resp != nil {
@@ -320,6 +418,123 @@ func TestSharedThrottleSlowsEveryClient(t *testing.T) {
 	}
 }
 
+// TestThrottleRecoversOverHTTP is the run, over real HTTP: 24
+// one-call trials on 4 workers whose clients share a Throttle, and a
+// provider whose first two replies are 429s with Retry-After: 3. After the
+// pause, the requests the provider takes restore the rate within
+// throttleSteps of them; the rest go out at the rate of NewThrottle.
+//
+// It runs in a synctest bubble, whose fake clock is the one the Throttle
+// and the clients read: the 3s pause passes at once, and what is compared
+// is counts and the limit in force as each request left, never a time.
+// The server lives outside the bubble; the clients open a connection per
+// request, since an idle kept-alive one would keep the bubble's clock from
+// moving.
+func TestThrottleRecoversOverHTTP(t *testing.T) {
+	const workers, trials = 4, 24
+	tooMany := llmtest.Reply{Status: 429, Header: http.Header{"Retry-After": {"3"}}, Body: errorBody("Rate limit reached for requests", "requests", "rate_limit_exceeded")}
+	replies := []llmtest.Reply{tooMany, tooMany}
+	for range trials {
+		replies = append(replies, llmtest.Text("ok", 10, 1))
+	}
+	f := llmtest.NewServer(t, replies...)
+	synctest.Test(t, func(t *testing.T) {
+		th := NewThrottle(0)
+		var log sendLog
+		transport := &http.Transport{DisableKeepAlives: true}
+		cfg := testConfig(f)
+		cfg.RetryMax = 5 * time.Second // above the Retry-After
+		cfg.Gate = th
+		cfg.HTTPClient = &http.Client{Transport: loggingTransport{client: "worker", log: &log, next: transport, gate: th}}
+		c := newClient(t, cfg)
+
+		jobs := make(chan int, trials)
+		for i := range trials {
+			jobs <- i
+		}
+		close(jobs)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for range jobs {
+					reply, err := c.Complete(context.Background(), simpleRequest())
+					assert.NoError(t, err)
+					assert.Equal(t, "ok", reply.Content)
+				}
+			})
+		}
+		wg.Wait()
+
+		sends := log.all()
+		require.Len(t, sends, trials+2, "each trial once, and the two throttled ones again")
+		statuses := map[int]int{}
+		lowered := 0 // requests the provider took that left at a lowered rate
+		for _, s := range sends {
+			statuses[s.status]++
+			if s.status == http.StatusOK && !math.IsInf(s.limit, 1) {
+				lowered++
+			}
+		}
+		assert.Equal(t, map[int]int{http.StatusTooManyRequests: 2, http.StatusOK: trials}, statuses)
+		assert.Equal(t, throttleSteps, lowered, "after the pause, the rate is restored within %d requests", throttleSteps)
+		s := th.Stats()
+		assert.Equal(t, 2, s.Throttled)
+		assert.True(t, math.IsInf(s.Limit, 1), "no limit, as before the 429s: %s", s)
+	})
+}
+
+// TestThrottleRecoveryRatio runs the run in the Throttle's fake
+// clock, without the network, for several worker counts and reply
+// latencies: its time with two early 429s (Retry-After: 3) over its time
+// without them. Before the rate recovered by replies, two 429s made the
+// run 3 to 24 times as long (the 24 trials took 92s); now the
+// pause and the few requests after it cost what they must. The ratio is
+// a fake-clock quotient, the same on any machine.
+func TestThrottleRecoveryRatio(t *testing.T) {
+	run := func(t *testing.T, workers int, latency time.Duration, throttled int) time.Duration {
+		var took time.Duration
+		synctest.Test(t, func(t *testing.T) {
+			th := NewThrottle(0)
+			var next, calls atomic.Int64
+			start := time.Now()
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Go(func() {
+					for next.Add(1) <= 24 {
+						for {
+							assert.NoError(t, th.Wait(context.Background()))
+							n := calls.Add(1)
+							time.Sleep(latency)
+							if n > int64(throttled) {
+								th.Pass()
+								break
+							}
+							th.Slow(http.StatusTooManyRequests, 3*time.Second)
+							time.Sleep(3 * time.Second) // the client's own wait before its retry
+						}
+					}
+				})
+			}
+			wg.Wait()
+			took = time.Since(start)
+		})
+		return took
+	}
+	for _, workers := range []int{4, 8, 16} {
+		for _, latency := range []time.Duration{500 * time.Millisecond, time.Second, 3 * time.Second} {
+			t.Run(fmt.Sprintf("%d workers, %s a reply", workers, latency), func(t *testing.T) {
+				// What the 429s must cost: the pause, and the first reply's
+				// latency, spent again on the retry.
+				must := run(t, workers, latency, 0) + 3*time.Second + latency
+				took := run(t, workers, latency, 2)
+				ratio := float64(took) / float64(must)
+				t.Logf("the run took %s with two early 429s, %.2f times the %s it must", took, ratio, must)
+				assert.Less(t, ratio, 1.5)
+			})
+		}
+	}
+}
+
 // recordingGate is a Gate that holds each Wait for hold and records, in
 // order, the calls it gets.
 type recordingGate struct {
@@ -344,6 +559,8 @@ func (g *recordingGate) Slow(status int, wait time.Duration) {
 	g.record(fmt.Sprintf("slow %d %s", status, wait))
 }
 
+func (g *recordingGate) Pass() { g.record("pass") }
+
 func TestCompleteTellsTheGate(t *testing.T) {
 	ok := llmtest.Text("ok", 10, 1)
 	tests := []struct {
@@ -354,24 +571,30 @@ func TestCompleteTellsTheGate(t *testing.T) {
 	}{
 		{"a 429", []llmtest.Reply{
 			{Status: 429, Header: http.Header{"Retry-After-Ms": {"30"}}, Body: errorBody("slow down", "requests", "rate_limit_exceeded")}, ok,
-		}, 0, []string{"wait", "slow 429 30ms", "retry", "wait"}},
+		}, 0, []string{"wait", "slow 429 30ms", "retry", "wait", "pass"}},
 		{"a 503 with Retry-After", []llmtest.Reply{
 			// Retry-After 1s, capped by RetryMax: the gate hears the wait chosen.
 			{Status: 503, Header: http.Header{"Retry-After": {"1"}}, Body: errorBody("overloaded", "server_error", "")}, ok,
-		}, 0, []string{"wait", "slow 503 50ms", "retry", "wait"}},
+		}, 0, []string{"wait", "slow 503 50ms", "retry", "wait", "pass"}},
 		{"a 429 on the last attempt still reaches the gate", []llmtest.Reply{
 			{Status: 429, Header: http.Header{"Retry-After-Ms": {"30"}}, Body: errorBody("slow down", "requests", "rate_limit_exceeded")},
 		}, -1, []string{"wait", "slow 429 30ms"}},
-		{"a 503 without Retry-After is not throttling", []llmtest.Reply{
+		{"a 503 without Retry-After is not throttling, nor taken", []llmtest.Reply{
 			{Status: 503, Body: errorBody("overloaded", "server_error", "")}, ok,
-		}, 0, []string{"wait", "retry", "wait"}},
-		{"a 500 is not throttling", []llmtest.Reply{
+		}, 0, []string{"wait", "retry", "wait", "pass"}},
+		{"a 500 is not throttling, nor taken", []llmtest.Reply{
 			{Status: 500, Body: errorBody("boom", "server_error", "")}, ok,
-		}, 0, []string{"wait", "retry", "wait"}},
-		{"insufficient quota is not throttling", []llmtest.Reply{
+		}, 0, []string{"wait", "retry", "wait", "pass"}},
+		{"insufficient quota is not throttling, nor taken", []llmtest.Reply{
 			llmtest.Error(429, "insufficient_quota", "You exceeded your current quota"),
 		}, 0, []string{"wait"}},
-		{"a success", []llmtest.Reply{ok}, 0, []string{"wait"}},
+		{"an attempt that got no answer tells nothing", []llmtest.Reply{
+			{Hangup: true}, ok,
+		}, 0, []string{"wait", "retry", "wait", "pass"}},
+		{"a 400 was taken", []llmtest.Reply{
+			llmtest.Error(400, "invalid_request_error", "bad request"),
+		}, 0, []string{"wait", "pass"}},
+		{"a success", []llmtest.Reply{ok}, 0, []string{"wait", "pass"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -40,10 +40,12 @@
 // failure that is not retried, a second reply that is not a completion).
 //
 // Clients that share an endpoint can share a Config.Gate: Complete waits
-// for it before every attempt, the first included, and tells it of every
+// for it before every attempt, the first included, tells it of every
 // throttling reply (a retryable 429, or a 503 with Retry-After) with the
-// wait it chose, before OnRetry and its own sleep. A Throttle shared that
-// way makes a 429 to one client pause and slow all of them.
+// wait it chose, before OnRetry and its own sleep, and of every reply the
+// provider took. A Throttle shared that way makes a 429 to one client
+// pause and slow all of them, and the replies after the pause restore
+// their rate within a few requests.
 //
 // Between attempts Complete sleeps for the time the provider asked for
 // (Retry-After in seconds or as an HTTP date, or retry-after-ms), capped at

@@ -90,11 +90,13 @@ type Config struct {
 	OnRetry func(Retry)
 	// Gate, when set, paces the attempts of every client that shares it:
 	// Complete calls Gate.Wait before each attempt (the first and every
-	// retry) and Gate.Slow after each throttling reply (a retryable 429,
+	// retry), Gate.Slow after each throttling reply (a retryable 429,
 	// or a 503 with Retry-After), with the wait it chose for that reply,
-	// before OnRetry and its own sleep. One Throttle shared by the
-	// clients of an endpoint makes a 429 to one slow them all. Time in
-	// Wait counts in Reply.Waited. Nil paces nothing.
+	// before OnRetry and its own sleep, and Gate.Pass after each reply
+	// the provider took (a status below 500 other than 429). One
+	// Throttle shared by the clients of an endpoint makes a 429 to one
+	// slow them all, and the replies after it speed them up again. Time
+	// in Wait counts in Reply.Waited. Nil paces nothing.
 	Gate Gate
 }
 
@@ -294,6 +296,9 @@ func (c *OpenAI) Complete(ctx context.Context, req session.Request) (reply Reply
 		}
 		reply.Attempts++
 		resp, x, err := c.attempt(ctx, creq)
+		if c.cfg.Gate != nil && x.passed() {
+			c.cfg.Gate.Pass()
+		}
 		if err == nil {
 			if reply.RequestTokens, err = count(); err != nil {
 				return reply, fmt.Errorf("count request tokens: %w", err)
@@ -726,6 +731,12 @@ func (x *exchange) retryAfter() time.Duration {
 func (x *exchange) throttled() bool {
 	return x.retry && (x.status == http.StatusTooManyRequests ||
 		x.status == http.StatusServiceUnavailable && x.retryAfter() > 0)
+}
+
+// passed says the provider took the attempt, one to tell Config.Gate of:
+// it answered with a status below 500 other than 429.
+func (x *exchange) passed() bool {
+	return x.status != 0 && x.status < 500 && x.status != http.StatusTooManyRequests
 }
 
 type exchangeKey struct{}

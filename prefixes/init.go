@@ -36,6 +36,11 @@ type InitOptions struct {
 	// Encoding is the token vocabulary of the estimate. Empty means
 	// o200k_base.
 	Encoding session.Encoding
+	// MemoryLimit is the memory limit, in bytes, of the kernels the prefix
+	// will run in (the sandbox's --memory): a prefix whose data would take
+	// more than half of it gets a warning (see InitResult.Memory). Zero or
+	// less: no limit, no warning.
+	MemoryLimit int64
 }
 
 // InitResult is a prefix Init wrote, and what a person should know of it.
@@ -49,6 +54,10 @@ type InitResult struct {
 	// (its code and outputs predicted from the files), in Encoding. Verify
 	// counts the real ones.
 	Tokens int
+	// Memory estimates the bytes the kernel holds once the prefix has run
+	// (the objects it bound, and the kernel's own), and MemoryPeak the
+	// most it holds while the prefix runs.
+	Memory, MemoryPeak int64
 }
 
 // maxDistinct is how many distinct values a field may have for Init to show
@@ -184,6 +193,10 @@ func InitWith(dir string, o InitOptions) (*InitResult, error) {
 	if res.Tokens, err = estimateTokens(lang, o.Encoding, cells); err != nil {
 		return nil, err
 	}
+	res.Memory, res.MemoryPeak = estimateMemory(lang, files)
+	if w := memoryWarning(res.Memory, res.MemoryPeak, o.MemoryLimit); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
 	if res.Tokens > o.MaxTokens {
 		res.Warnings = append(res.Warnings, fmt.Sprintf(
 			"the prefix renders to about %d tokens (%s), over the %d that prefix verify allows: "+
@@ -234,6 +247,10 @@ type dataFile struct {
 	// For the Go prefix: the fields in the order they first appear (CSV:
 	// the header, duplicates included), with the JSON kinds of their values.
 	columns []column
+
+	// mem is what the loaded objects take in the kernel of the prefix's
+	// language.
+	mem memUse
 
 	members []*dataFile // a group: its files, in order
 	source  string      // a group, Python: the key that names a record's file
@@ -329,13 +346,25 @@ func (f *dataFile) inspectCSV(text string, tsv bool, lang kernel.Language) error
 		f.columns = append(f.columns, column{key: h, kinds: map[string]bool{"string": true}})
 	}
 	var last *pyDict
+	var cells int64 // the fields of every record
 	dictRows(f.header, recs[1:], f.restKey, lang == kernel.Go, func(row *pyDict) {
 		f.n++
 		f.count(row)
 		last = row
+		cells += int64(len(row.keys))
+		if lang == kernel.Python {
+			size, plusKey := pyRow(row)
+			f.mem.held += size
+			f.mem.plusKey += plusKey
+		}
 	})
 	if f.n == 0 {
 		return errors.New("no records")
+	}
+	if lang == kernel.Go {
+		f.mem = goCSVMem(cells, len(text))
+	} else {
+		f.mem.held += pyListSize(f.n)
 	}
 	for i := range f.columns {
 		f.columns[i].present = f.n
@@ -384,6 +413,7 @@ func (f *dataFile) inspectJSON(text string, lang kernel.Language) error {
 	if err != nil {
 		return fmt.Errorf("not valid JSON: %v", err)
 	}
+	f.mem = jsonMem(lang, v, text)
 	var records []any
 	var raw json.RawMessage // the records' text
 	switch x := v.(type) {
@@ -409,6 +439,11 @@ func (f *dataFile) inspectJSON(text string, lang kernel.Language) error {
 			}
 		}
 		sort.Strings(f.others)
+		if len(f.others) == 0 { // only the records stay bound
+			f.mem = jsonMem(lang, x[f.envelope], text)
+		} else if lang == kernel.Go { // the document as maps, and a typed copy of its records
+			f.mem.held += goJSONMem(x[f.envelope], "").held
+		}
 		var doc map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(clean), &doc); err != nil {
 			return fmt.Errorf("not valid JSON: %v", err)
@@ -461,6 +496,7 @@ func (f *dataFile) inspectJSONL(text string, lang kernel.Language) error {
 	}
 	var raws [][]byte // Go: the records, for their fields' order and kinds
 	var last []byte
+	var values int64 // Go: the JSON values of every record
 	for n, line := range pyLines(text) {
 		line = strings.TrimRight(line, "\r\n")
 		if blank(line) {
@@ -474,6 +510,13 @@ func (f *dataFile) inspectJSONL(text string, lang kernel.Language) error {
 		if err != nil {
 			return fmt.Errorf("line %d is not a JSON object: %v", n+1, err)
 		}
+		if lang == kernel.Go {
+			values += goValues(obj)
+		} else {
+			size, _ := pyJSON([]byte(clean))
+			f.mem.held += size
+			f.mem.plusKey += pyDictSize(len(obj)+1) - pyDictSize(len(obj))
+		}
 		f.n++
 		for k, val := range obj {
 			f.countField(k, val)
@@ -485,6 +528,11 @@ func (f *dataFile) inspectJSONL(text string, lang kernel.Language) error {
 	}
 	if f.n == 0 {
 		return errors.New("no records")
+	}
+	if lang == kernel.Go {
+		f.mem = goJSONLMem(values, len(text))
+	} else {
+		f.mem.held += pyListSize(f.n)
 	}
 	row, err := orderedObject(last)
 	if err != nil {

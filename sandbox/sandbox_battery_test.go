@@ -180,7 +180,7 @@ func TestBatteryMemory(t *testing.T) {
 			require.ErrorAs(t, err, &de)
 			assert.True(t, de.Exit.OOMKilled, "exit: %+v", de.Exit)
 			assert.Equal(t, int64(256<<20), de.Exit.MemLimit)
-			assert.Contains(t, err.Error(), "kernel killed: out of memory (limit 256 MiB)")
+			assert.Contains(t, err.Error(), "kernel killed: out of memory, at its limit of 256 MiB (give it more with --memory, e.g. --memory 512m)")
 		}
 		restart(t, k)
 	})

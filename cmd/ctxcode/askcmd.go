@@ -151,6 +151,9 @@ type askSetup struct {
 	prefix   *prefixes.Prefix // the default one; a rung may start from another
 	language kernel.Language  // of every rung's kernel
 	rungs    []askRung
+	// initTime is how long prefix init took to write prefix, when ask
+	// wrote it (a folder that is not a ctxcode data set); 0 otherwise.
+	initTime time.Duration
 }
 
 // askRung is a rung with its prefix (nil for none) and the model that
@@ -340,7 +343,9 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 			return nil, err
 		}
 	default:
-		src, err := initPrefix(s.dataDir, kernel.Python, stderr)
+		start := time.Now()
+		src, err := initPrefix(s.dataDir, kernel.Python, o.sandbox.memoryLimit(), stderr)
+		s.initTime = time.Since(start)
 		if err != nil {
 			return nil, usagef("no --prefix, and prefix init could not write one for %s: %v", s.dataDir, err)
 		}
@@ -464,7 +469,13 @@ type askResult struct {
 	job   askJob
 	res   *agent.Result
 	cache string // what the prefix cache did (askCache.state)
+	// initTime is how long prefix init took to write the prefix before
+	// the question's run; it counts in the question's wall time.
+	initTime time.Duration
 }
+
+// wall is the question's wall time: its run's, and prefix init's before it.
+func (r askResult) wall() time.Duration { return r.initTime + r.res.Wall }
 
 // ask runs one question in a fresh kernel of kern, over its prefix cached
 // in cache when it is there.
@@ -503,6 +514,8 @@ func (o *askOptions) ask(ctx context.Context, kern *askKernel, cache askCache, s
 		return askResult{}, err
 	}
 	out := askResult{job: job, res: res, cache: cache.state(job.rung.prefix, res)}
+	out.initTime, s.initTime = s.initTime, 0 // counted once, in the first question
+
 	if job.task != nil {
 		right, reason := false, ""
 		if res.Status == agent.Answered {
@@ -528,7 +541,7 @@ func (r askResult) record() map[string]any {
 		"context_tokens": u.PromptTokens,
 		"output_tokens":  u.CompletionTokens,
 		"cached_tokens":  u.CachedTokens,
-		"wall_ms":        r.res.Wall.Milliseconds(),
+		"wall_ms":        r.wall().Milliseconds(),
 		"setup_ms":       r.res.Setup.Milliseconds(),
 		"model_ms":       r.res.Model.Milliseconds(),
 		"waited_ms":      r.res.Waited.Milliseconds(),
@@ -541,6 +554,9 @@ func (r askResult) record() map[string]any {
 	}
 	if r.cache != "" {
 		rec["prefix_cache"] = r.cache
+	}
+	if r.initTime > 0 {
+		rec["prefix_init_ms"] = r.initTime.Milliseconds()
 	}
 	if u.ReasoningTokens > 0 {
 		rec["reasoning_tokens"] = u.ReasoningTokens
@@ -627,12 +643,15 @@ func (r askResult) costLine() string {
 	if r.job.rung.prefix == nil {
 		setup = "kernel" // A: no prefix to build
 	}
+	if r.initTime > 0 {
+		setup = fmt.Sprintf("prefix init %.2fs, %s", r.initTime.Seconds(), setup)
+	}
 	discarded := ""
 	if res.Discarded > 0 {
 		discarded = fmt.Sprintf(", %d discarded call (%d context tokens) over a stale cached prefix", res.Discarded, res.DiscardedUsage.PromptTokens)
 	}
 	return fmt.Sprintf("[%d %s, %d context tokens, %d output tokens, %d cached, %.2fs (model %.2fs, %s %.2fs)%s%s%s]",
-		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, res.Wall.Seconds(), res.Model.Seconds(), setup, res.Setup.Seconds(),
+		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, r.wall().Seconds(), res.Model.Seconds(), setup, res.Setup.Seconds(),
 		discarded, waited, est)
 }
 

@@ -10,12 +10,14 @@ import (
 
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/sandbox"
 	"github.com/ctxcode/ctxcode/session"
 )
 
 const prefixUsage = `Usage:
-  ctxcode prefix init   --data DIR [--lang python|go] [--out FILE] [--force]
+  ctxcode prefix init   --data DIR [--lang python|go] [--out FILE] [--force] [--memory SIZE]
                                                 write a prefix for a folder of .jsonl, .json, .csv and .tsv files
+                                                (and warn when its data would fill much of --memory, 2g by default)
   ctxcode prefix show   P --data DIR [--protocol bare|eval|transcript|cli|all] [--question Q] [--json] [flags]
                                                 build P in a fresh kernel and print it as the model sees it,
                                                 with its token count (all: a table of every protocol)
@@ -182,9 +184,10 @@ func (o *prefixOptions) execute(ctx context.Context, stderr io.Writer) ([]sessio
 }
 
 // initPrefix writes a prefix for dir and tells stderr what it skipped and
-// what to know of it.
-func initPrefix(dir string, lang kernel.Language, stderr io.Writer) ([]byte, error) {
-	res, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang})
+// what to know of it, such as data that would leave its kernels, whose
+// memory limit is memory (0: none), little room to work.
+func initPrefix(dir string, lang kernel.Language, memory int64, stderr io.Writer) ([]byte, error) {
+	res, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang, MemoryLimit: memory})
 	if res != nil {
 		for _, s := range res.Skipped {
 			fmt.Fprintf(stderr, "ctxcode: prefix init: skipped %s: %s\n", s.File, s.Reason)
@@ -205,6 +208,8 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "file to write (default: standard output)")
 	force := fs.Bool("force", false, "overwrite --out if it exists")
 	lang := fs.String("lang", "python", "prefix language: python, or go for the Go kernel (typed structs)")
+	memory := byteSize(sandbox.DefaultConfig().Memory)
+	fs.Var(&memory, "memory", "the memory limit of the kernels the prefix will run in (their --memory), to warn of data that would leave them little room")
 	if err := fs.parse(args, 0, ""); err != nil {
 		return err
 	}
@@ -223,7 +228,7 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	src, err := initPrefix(*dir, l, stderr)
+	src, err := initPrefix(*dir, l, int64(memory), stderr)
 	if err != nil {
 		return usagef("prefix init: %v", err)
 	}

@@ -70,6 +70,15 @@ func (s *sandboxFlags) check() error {
 	return nil
 }
 
+// memoryLimit is the memory limit of the kernels these flags start: --memory
+// for Docker (the default), 0 (none of ctxcode's) for --sandbox local.
+func (s *sandboxFlags) memoryLimit() int64 {
+	if s.kind == string(sandbox.KindLocal) {
+		return 0
+	}
+	return int64(s.memory)
+}
+
 // transport picks and makes the transport for lang: Docker when asked or
 // when reachable; the host only when --sandbox local says so. The cleanup
 // function closes the Docker client.
