@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,6 +40,10 @@ type OpenOptions struct {
 	// DataDir is shown read-only to the kernel as data/, in either kind;
 	// it replaces Docker.DataDir and Local.DataDir. Empty means no data.
 	DataDir string
+	// FollowLinks brings in the files that links in DataDir lead to
+	// outside it (left out by default), in either kind; it replaces
+	// Docker.FollowLinks and Local.FollowLinks.
+	FollowLinks bool
 	// NoIPython makes the Python driver use its standard-library path, in
 	// either kind; it replaces Docker.NoIPython.
 	NoIPython bool
@@ -127,7 +132,7 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 	if opts.Docker != nil {
 		cfg = *opts.Docker
 	}
-	cfg.DataDir, cfg.NoIPython = opts.DataDir, opts.NoIPython
+	cfg.DataDir, cfg.FollowLinks, cfg.NoIPython = opts.DataDir, opts.FollowLinks, opts.NoIPython
 	var tr *Docker
 	if opts.Lang == kernel.Go {
 		exe, eerr := opts.exe()
@@ -200,7 +205,7 @@ func (o *OpenOptions) findPython() (string, error) {
 // confinement cannot hide (see kernel.Confinement) is a warning.
 func (o *OpenOptions) local(warn io.Writer) (kernel.Transport, error) {
 	cfg := o.Local
-	cfg.DataDir = o.DataDir
+	cfg.DataDir, cfg.FollowLinks = o.DataDir, o.FollowLinks
 	var tr *kernel.Local
 	var err error
 	if o.Lang == kernel.Go {
@@ -216,6 +221,9 @@ func (o *OpenOptions) local(warn io.Writer) (kernel.Transport, error) {
 			return nil, perr
 		}
 		tr, err = kernel.NewLocalPython(python, o.NoIPython, cfg)
+	}
+	if le := (*kernel.LinkDataError)(nil); errors.As(err, &le) {
+		return nil, &InputError{Err: err}
 	}
 	if err != nil {
 		return nil, err

@@ -59,6 +59,9 @@ func parsePrefix(cmd string, args []string, stderr io.Writer, extra ...func(*fla
 	if err := fs.parse(args, 1, "one prefix"); err != nil {
 		return nil, err
 	}
+	if o.dataDir != "" {
+		noteData(o.dataDir, o.sandbox.followLinks, stderr)
+	}
 	name := fs.Arg(0)
 	if name == "" {
 		return nil, usagef("prefix %s: name a prefix (%s) or a file", cmd, strings.Join(prefixes.Builtins(), ", "))
@@ -181,10 +184,10 @@ func (o *prefixOptions) execute(ctx context.Context, stderr io.Writer) ([]sessio
 	return cells, nil
 }
 
-// initPrefix writes a prefix for dir and tells stderr what it skipped and
-// what to know of it.
-func initPrefix(dir string, lang kernel.Language, stderr io.Writer) ([]byte, error) {
-	res, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang})
+// initPrefix writes a prefix for dir (links out of it followed with
+// followLinks) and tells stderr what it skipped and what to know of it.
+func initPrefix(dir string, lang kernel.Language, followLinks bool, stderr io.Writer) ([]byte, error) {
+	res, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang, FollowLinks: followLinks})
 	if res != nil {
 		for _, s := range res.Skipped {
 			fmt.Fprintf(stderr, "ctxcode: prefix init: skipped %s: %s\n", s.File, s.Reason)
@@ -205,6 +208,8 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "file to write (default: standard output)")
 	force := fs.Bool("force", false, "overwrite --out if it exists")
 	lang := fs.String("lang", "python", "prefix language: python, or go for the Go kernel (typed structs)")
+	var follow bool
+	registerFollowLinks(fs, &follow)
 	if err := fs.parse(args, 0, ""); err != nil {
 		return err
 	}
@@ -223,7 +228,8 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	src, err := initPrefix(*dir, l, stderr)
+	noteData(*dir, follow, stderr)
+	src, err := initPrefix(*dir, l, follow, stderr)
 	if err != nil {
 		return usagef("prefix init: %v", err)
 	}
