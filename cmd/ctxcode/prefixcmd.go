@@ -14,7 +14,7 @@ import (
 )
 
 const prefixUsage = `Usage:
-  ctxcode prefix init   --data DIR [--lang python|go] [--out FILE] [--force]
+  ctxcode prefix init   --data DIR [--lang python|go] [--out FILE] [--force] [--follow-links]
                                                 write a prefix for a folder of .jsonl, .json, .csv and .tsv files
   ctxcode prefix show   P --data DIR [--protocol bare|eval|transcript|cli|all] [--question Q] [--json] [flags]
                                                 build P in a fresh kernel and print it as the model sees it,

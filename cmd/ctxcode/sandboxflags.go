@@ -62,8 +62,7 @@ func (s *sandboxFlags) register(fs *flagSet) {
 // registerFollowLinks registers --follow-links, the same wherever --data
 // is taken.
 func registerFollowLinks(fs *flagSet, v *bool) {
-	fs.BoolVar(v, "follow-links", false, "take the files that links in --data lead to outside it (by default they are skipped, "+
-		"with a warning: a link in a folder someone else made may lead to your private files)")
+	fs.BoolVar(v, "follow-links", false, "take the files that links in --data lead to outside it (skipped by default, with a warning)")
 }
 
 // noteData tells stderr what of the data folder dir no kernel sees, and so
