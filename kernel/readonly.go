@@ -60,8 +60,6 @@ type DataSkip struct {
 	Outside bool
 }
 
-func (s DataSkip) String() string { return s.Rel + ": " + s.Why }
-
 // WalkOptions say how [WalkReadOnly] walks. The zero value takes no link
 // out of the folder, has no limit and reports nothing it leaves out.
 type WalkOptions struct {
