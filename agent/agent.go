@@ -317,11 +317,16 @@ type Session struct {
 	// while the live build runs, and checked against it as said above.
 	Cached []session.Cell
 	// Skill is the skill document of the cli protocol (condition A); Run
-	// writes it with prefixes.SkillDocument(DataDir) when empty.
+	// writes it with prefixes.SkillDocument when empty.
 	Skill string
 	// DataDir is the host folder the kernel shows as data/: the cli
-	// protocol's read tool serves its files. Required for cli.
+	// protocol's read tool serves its files, those kernel.WalkReadOnly
+	// takes. Required for cli.
 	DataDir string
+	// FollowLinks says that the kernel's data/ holds the files links in
+	// DataDir lead to outside it (the user's --follow-links), so read
+	// serves them too.
+	FollowLinks bool
 	// Started is when the kernel began to start, so that Result.Wall and
 	// Result.Setup include the start; zero is when Run is called.
 	Started time.Time
@@ -482,7 +487,7 @@ func (r *runner) check() error {
 		return fmt.Errorf("condition A's data folder %s is not a folder: give the folder the kernel shows as data/", s.DataDir)
 	}
 	if strings.TrimSpace(s.Skill) == "" {
-		skill, err := prefixes.SkillDocument(s.DataDir)
+		skill, err := prefixes.SkillDocument(s.DataDir, s.FollowLinks)
 		if err != nil {
 			return fmt.Errorf("condition A's skill document: %w", err)
 		}

@@ -10,14 +10,12 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	"github.com/ctxcode/ctxcode/kernel"
@@ -34,10 +32,12 @@ import (
 //     tail), then the exit status as a note.
 //   - read(path, offset, limit) is served by the harness from the host's
 //     data folder, which the kernel shows as data/: numbered lines as cat -n
-//     writes them, offset and limit in lines, bounded like bash's output. A
-//     path outside the session folder (.., an absolute path, a symbolic link
-//     that leads out), a folder, a missing file and a binary file each get a
-//     one-line note that says what to do instead.
+//     writes them, offset and limit in lines, bounded like bash's output. It
+//     serves exactly the files the kernel's data/ holds (kernel.LookupData:
+//     no link out of the folder unless --follow-links, no pipe or device),
+//     so read and bash's cat agree. A path outside the session folder (..,
+//     an absolute path), a folder, a missing file and a binary file each get
+//     a one-line note that says what to do instead.
 //   - the final message, one without a tool call, ends the run: its
 //     "ANSWER: <value>" line is the answer, source Stated; without one, the
 //     run has no answer.
@@ -82,7 +82,7 @@ func (r *runner) cliCall(ctx context.Context, said string, call session.ToolCall
 			return false, nil
 		}
 		r.progress("read " + args.Path)
-		out, notes, after := serveRead(r.s.DataDir, args)
+		out, notes, after := serveRead(dataFolder{r.s.DataDir, r.s.FollowLinks}, args)
 		// What serveRead itself left out is marked in out, as a kernel
 		// marks its cap, so a further cut says the text is not kept.
 		c.Result = kernel.Result{Status: kernel.StatusOK, Stdout: out, DroppedBytes: kernel.DroppedIn(out)}
@@ -276,10 +276,17 @@ const (
 	otherFilesTo = "for a file you wrote under /tmp, use bash, such as cat -n /tmp/FILE"
 )
 
-// serveRead serves one read from dataDir, the host folder shown as data/:
-// the numbered lines (bounded), the notes before them (a path that cannot
-// be read: then out is empty) and the notes after them (which lines).
-func serveRead(dataDir string, a readArgs) (out string, notes, after []string) {
+// dataFolder is the host folder shown as data/, and whether links out of
+// it are followed (as the kernel's copy follows them).
+type dataFolder struct {
+	dir    string
+	follow bool
+}
+
+// serveRead serves one read from d, the host folder shown as data/: the
+// numbered lines (bounded), the notes before them (a path that cannot be
+// read: then out is empty) and the notes after them (which lines).
+func serveRead(d dataFolder, a readArgs) (out string, notes, after []string) {
 	rel, why := sessionPath(a.Path)
 	if why != "" {
 		return "", []string{why}, nil
@@ -287,37 +294,40 @@ func serveRead(dataDir string, a readArgs) (out string, notes, after []string) {
 	shown := rel
 	switch {
 	case rel == ".":
-		return "", []string{"the session folder is a folder, not a file: the data are in data/ (" + listing(dataDir, 12) +
-			"); read one file, such as data/" + firstFile(dataDir)}, nil
+		return "", []string{"the session folder is a folder, not a file: the data are in data/ (" + d.listing("", 12) +
+			"); read one file, such as data/" + d.firstFile()}, nil
 	case rel == "data":
-		return "", []string{"data/ is a folder, not a file: it holds " + listing(dataDir, 20) +
+		return "", []string{"data/ is a folder, not a file: it holds " + d.listing("", 20) +
 			"; read one of its files, or list it with bash: ls -l data"}, nil
 	case !strings.HasPrefix(rel, dataPrefix):
 		msg := "there is no file " + rel + " that read serves: read serves the files under data/"
-		if st, err := os.Stat(filepath.Join(dataDir, filepath.FromSlash(rel))); err == nil && !st.IsDir() {
+		if e, skip, err := kernel.LookupData(d.dir, rel, d.follow); err == nil && skip == nil && !e.Dir {
 			msg += "; did you mean data/" + rel + "?"
 		} else {
 			msg += "; " + otherFilesTo
 		}
 		return "", []string{msg}, nil
 	}
+	// Only what the kernel's data/ holds: a link out of the folder, a pipe
+	// or a device is not there for bash's cat either. The harness reads on
+	// the host, outside the sandbox: kernel.OpenData opens nothing outside
+	// the folder that the walk did not take, whatever a link changed since
+	// says, and never waits on a pipe.
 	inner := strings.TrimPrefix(rel, dataPrefix)
-	if leadsOut(dataDir, inner) {
-		return "", []string{shown + " is a symbolic link that leads outside the session folder: read serves only the files inside it"}, nil
+	e, skip, err := kernel.LookupData(d.dir, inner, d.follow)
+	switch {
+	case err == nil && skip == nil:
+	case skip != nil || errors.Is(err, fs.ErrNotExist):
+		return "", []string{"there is no file " + shown + ": data/ holds " + d.listing("", 20)}, nil
+	default:
+		return "", []string{shown + " cannot be read: " + clip(pathless(err), 200)}, nil
 	}
-	// The harness reads on the host, outside the sandbox: os.Root opens
-	// nothing outside the data folder, whatever a link says (even one
-	// changed since leadsOut looked), and a pipe does not block the open.
-	root, err := os.OpenRoot(dataDir)
-	if err != nil {
-		return "", []string{"the data folder cannot be read: " + clip(pathless(err), 200)}, nil
+	if e.Dir {
+		return "", []string{shown + "/ is a folder, not a file: it holds " + d.listing(e.Rel, 20) +
+			"; read one of its files, or list it with bash: ls -l " + shown}, nil
 	}
-	defer root.Close()
-	f, err := root.OpenFile(filepath.FromSlash(inner), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := kernel.OpenData(e)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", []string{"there is no file " + shown + ": data/ holds " + listing(dataDir, 20)}, nil
-		}
 		return "", []string{shown + " cannot be read: " + clip(pathless(err), 200)}, nil
 	}
 	defer f.Close()
@@ -325,31 +335,10 @@ func serveRead(dataDir string, a readArgs) (out string, notes, after []string) {
 	switch {
 	case err != nil:
 		return "", []string{shown + " cannot be read: " + clip(pathless(err), 200)}, nil
-	case st.IsDir():
-		entries, _ := f.ReadDir(-1)
-		return "", []string{shown + "/ is a folder, not a file: it holds " + names(entries, 20) +
-			"; read one of its files, or list it with bash: ls -l " + shown}, nil
-	case !st.Mode().IsRegular():
-		return "", []string{shown + " is not a regular file (" + st.Mode().Type().String() + "): read shows text files"}, nil
 	case st.Size() == 0:
 		return "", []string{shown + " is empty (0 bytes)"}, nil
 	}
 	return numberLines(f, shown, st.Size(), a)
-}
-
-// leadsOut says whether inner, a path below dataDir, is a symbolic link
-// (or passes through one) that leads outside it.
-func leadsOut(dataDir, inner string) bool {
-	root, err := filepath.EvalSymlinks(dataDir)
-	if err != nil {
-		return false
-	}
-	real, err := filepath.EvalSymlinks(filepath.Join(dataDir, filepath.FromSlash(inner)))
-	if err != nil {
-		return false // missing, or unreadable: the open says which
-	}
-	rel, err := filepath.Rel(root, real)
-	return err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // sessionPath cleans a path of the session folder to a relative one with
@@ -479,29 +468,24 @@ func (w *headTail) String() string {
 	return kernel.JoinCut(head, t, dropped)
 }
 
-// listing names the entries of dir, folders with a slash, at most n.
-func listing(dir string, n int) string {
-	entries, err := os.ReadDir(dir)
+// listing names the entries of the folder rel of d, folders with a slash,
+// at most n.
+func (d dataFolder) listing(rel string, n int) string {
+	entries, _, err := kernel.ListData(d.dir, rel, d.follow)
 	if err != nil {
 		return "nothing that can be listed"
 	}
-	return names(entries, n)
-}
-
-// names names entries, folders with a slash, at most n.
-func names(entries []fs.DirEntry, n int) string {
 	if len(entries) == 0 {
 		return "nothing"
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	var out []string
 	for _, e := range entries {
 		if len(out) == n {
 			out = append(out, fmt.Sprintf("and %d more", len(entries)-n))
 			break
 		}
-		name := e.Name()
-		if e.IsDir() {
+		name := path.Base(e.Rel)
+		if e.Dir {
 			name += "/"
 		}
 		out = append(out, name)
@@ -509,12 +493,12 @@ func names(entries []fs.DirEntry, n int) string {
 	return strings.Join(out, ", ")
 }
 
-// firstFile is the name of the first file of dir that is not the manifest.
-func firstFile(dir string) string {
-	entries, _ := os.ReadDir(dir)
+// firstFile is the name of the first file of d that is not the manifest.
+func (d dataFolder) firstFile() string {
+	entries, _, _ := kernel.ListData(d.dir, "", d.follow)
 	for _, e := range entries {
-		if !e.IsDir() && e.Name() != "manifest.json" {
-			return e.Name()
+		if !e.Dir && e.Rel != "manifest.json" {
+			return e.Rel
 		}
 	}
 	return "FILE"

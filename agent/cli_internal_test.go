@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,6 +39,7 @@ func readDir(t *testing.T) string {
 	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "escape.txt")))
 	require.NoError(t, os.Symlink(filepath.Dir(outside), filepath.Join(dir, "escdir")))
 	require.NoError(t, os.Symlink("ten.txt", filepath.Join(dir, "alias.txt")))
+	require.NoError(t, os.Symlink("sub", filepath.Join(dir, "subdir")))
 	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644))
 	return dir
 }
@@ -78,12 +80,12 @@ func TestServeRead(t *testing.T) {
 		{name: "binary", args: readArgs{Path: "data/blob.bin"},
 			note: "data/blob.bin is a binary file (12 bytes), not text: read shows text files; look into it with bash, such as od -c data/blob.bin | head"},
 		{name: "the data folder", args: readArgs{Path: "data/"},
-			note: "data/ is a folder, not a file: it holds alias.txt, blob.bin, crlf.csv, empty.txt, escape.txt, escdir, latin1.csv, nonl.txt, pipe, sub/, ten.txt; " +
+			note: "data/ is a folder, not a file: it holds alias.txt, blob.bin, crlf.csv, empty.txt, latin1.csv, nonl.txt, sub/, ten.txt; " +
 				"read one of its files, or list it with bash: ls -l data"},
 		{name: "a folder inside", args: readArgs{Path: "data/sub"},
 			note: "data/sub/ is a folder, not a file: it holds inner.jsonl; read one of its files, or list it with bash: ls -l data/sub"},
 		{name: "the session folder", args: readArgs{Path: "."}},
-		{name: "a pipe", args: readArgs{Path: "data/pipe"}, note: "data/pipe is not a regular file (p---------): read shows text files"},
+		{name: "a pipe", args: readArgs{Path: "data/pipe"}, note: "there is no file data/pipe: data/ holds alias.txt"},
 		{name: "missing", args: readArgs{Path: "data/nope.jsonl"}, note: "there is no file data/nope.jsonl: data/ holds alias.txt"},
 		{name: "without data/", args: readArgs{Path: "ten.txt"},
 			note: "there is no file ten.txt that read serves: read serves the files under data/; did you mean data/ten.txt?"},
@@ -94,13 +96,15 @@ func TestServeRead(t *testing.T) {
 		{name: "absolute", args: readArgs{Path: "/etc/passwd"}, noLeak: true,
 			note: "/etc/passwd is outside the session folder: read serves the files under data/, such as data/tasks.jsonl; for a file you wrote under /tmp, use bash, such as cat -n /tmp/FILE"},
 		{name: "a link that leads out", args: readArgs{Path: "data/escape.txt"}, noLeak: true,
-			note: "data/escape.txt is a symbolic link that leads outside the session folder: read serves only the files inside it"},
+			note: "there is no file data/escape.txt: data/ holds alias.txt"},
 		{name: "through a folder link that leads out", args: readArgs{Path: "data/escdir/secret.txt"}, noLeak: true,
-			note: "data/escdir/secret.txt is a symbolic link that leads outside the session folder: read serves only the files inside it"},
+			note: "there is no file data/escdir/secret.txt: data/ holds alias.txt"},
+		{name: "through a folder link inside", args: readArgs{Path: "data/subdir/inner.jsonl"},
+			note: "there is no file data/subdir/inner.jsonl: data/ holds alias.txt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, notes, after := serveRead(dir, tt.args)
+			out, notes, after := serveRead(dataFolder{dir: dir}, tt.args)
 			assert.Equal(t, tt.out, out)
 			switch {
 			case tt.name == "the session folder":
@@ -131,13 +135,53 @@ func TestServeRead(t *testing.T) {
 	}
 }
 
+// TestServeReadAgreesWithTheCopy: read serves a path of data/ exactly
+// when the kernel's copy holds it (kernel.WalkReadOnly), with and without
+// --follow-links: what bash's cat shows, read shows, and nothing else.
+func TestServeReadAgreesWithTheCopy(t *testing.T) {
+	dir := readDir(t)
+	var paths []string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		require.NoError(t, err)
+		if rel, _ := filepath.Rel(dir, p); rel != "." {
+			paths = append(paths, filepath.ToSlash(rel))
+		}
+		return nil
+	}))
+	paths = append(paths, "subdir/inner.jsonl", "escdir/secret.txt")
+	for _, follow := range []bool{false, true} {
+		files, dirs := map[string]bool{}, map[string]bool{}
+		require.NoError(t, kernel.WalkReadOnly(dir, kernel.WalkOptions{FollowLinks: follow}, func(e kernel.DataEntry) error {
+			if e.Dir {
+				dirs[e.Rel] = true
+			} else {
+				files[e.Rel] = true
+			}
+			return nil
+		}))
+		assert.Equal(t, follow, files["escape.txt"], "a link out of the folder is in the copy only with --follow-links")
+		for _, p := range paths {
+			out, notes, _ := serveRead(dataFolder{dir: dir, follow: follow}, readArgs{Path: "data/" + p})
+			note := strings.Join(notes, " ")
+			served := out != "" || strings.Contains(note, "is empty (0 bytes)") || strings.Contains(note, "is a binary file")
+			assert.Equal(t, files[p], served, "follow=%v: data/%s: %q %q", follow, p, out, note)
+			assert.Equal(t, dirs[p], strings.Contains(note, "is a folder, not a file"), "follow=%v: data/%s: %q", follow, p, note)
+			if !files[p] && !dirs[p] {
+				assert.Contains(t, note, "there is no file data/"+p, "follow=%v", follow)
+			}
+		}
+		out, _, _ := serveRead(dataFolder{dir: dir, follow: follow}, readArgs{Path: "data/escape.txt"})
+		assert.Equal(t, follow, strings.Contains(out, "the host's secret"))
+	}
+}
+
 // TestServeReadBoundsWhatItCollects: a read of a huge range keeps the head
 // and the tail of it, by the kernel's cut rule, and says how much went.
 func TestServeReadBoundsWhatItCollects(t *testing.T) {
 	dir := t.TempDir()
 	line := strings.Repeat("x", 99) + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.txt"), []byte(strings.Repeat(line, 30_000)), 0o644))
-	out, notes, after := serveRead(dir, readArgs{Path: "data/big.txt", Limit: 1_000_000})
+	out, notes, after := serveRead(dataFolder{dir: dir}, readArgs{Path: "data/big.txt", Limit: 1_000_000})
 	assert.Empty(t, notes)
 	assert.Empty(t, after, "the whole file was asked for")
 	assert.LessOrEqual(t, len(out), readMaxBytes+100)

@@ -86,7 +86,7 @@ func TestCLIReadBashAnswer(t *testing.T) {
 	first := reqs[0].Body
 	require.Len(t, first.Messages, 2)
 	assert.Equal(t, "system", first.Messages[0].Role)
-	skill, err := prefixes.SkillDocument(pmDir)
+	skill, err := prefixes.SkillDocument(pmDir, false)
 	require.NoError(t, err)
 	assert.True(t, strings.HasSuffix(first.Messages[0].Content, "\n\n"+strings.TrimSpace(skill)), "the skill document ends the system message")
 	assert.Equal(t, "What is fourteen times the number of teams?", first.Messages[1].Content)

@@ -75,7 +75,9 @@ type Run struct {
 	Conditions []Condition
 	Tasks      []datasets.Task // in Spec.TaskList's order
 	// DataDir is the host folder the kernels show as data/: condition A's
-	// read tool serves it and its skill document describes it.
+	// read tool serves it and its skill document describes it, with links
+	// out of it followed as Spec.Data.FollowLinks says (and the Transport
+	// must show them so).
 	DataDir string
 	// Transport starts the kernels, with DataDir shown to them.
 	Transport kernel.Transport
@@ -123,7 +125,7 @@ func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
 	skill := ""
 	for _, c := range r.Conditions {
 		if c.Prefix == nil && skill == "" {
-			if skill, err = prefixes.SkillDocument(r.DataDir); err != nil {
+			if skill, err = prefixes.SkillDocument(r.DataDir, r.Spec.Data.FollowLinks); err != nil {
 				return nil, fmt.Errorf("condition A's skill document: %w", err)
 			}
 		}
@@ -391,7 +393,7 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 	traj := agent.NewTrajectory(f)
 	sess := &agent.Session{Kernel: k, Prefix: cond.Prefix, Cells: cells, Started: started}
 	if cond.Prefix == nil {
-		sess.Skill, sess.DataDir = skill, r.DataDir
+		sess.Skill, sess.DataDir, sess.FollowLinks = skill, r.DataDir, r.Spec.Data.FollowLinks
 	}
 	cfg := r.Agent
 	cfg.Protocol = cond.Protocol

@@ -99,6 +99,9 @@ type DataInfo struct {
 	Dir      string `json:"dir"`
 	SHA256   string `json:"sha256"` // of the manifest, or of every file's name and bytes
 	Manifest any    `json:"manifest,omitempty"`
+	// FollowLinks says that the kernels saw the files links in Dir lead to
+	// outside it (--follow-links); without it they are left out.
+	FollowLinks bool `json:"follow_links,omitempty"`
 }
 
 // Budgets are the agent's limits of every trial.
@@ -693,6 +696,7 @@ func Diff(was, now Spec) []string {
 			len(was.TaskList), ha[:12], len(now.TaskList), hb[:12]))
 	}
 	field("data", was.Data.SHA256, now.Data.SHA256)
+	field("data follow_links (--follow-links)", was.Data.FollowLinks, now.Data.FollowLinks)
 	field("reps", was.Reps, now.Reps)
 	field("budgets", was.Budgets, now.Budgets)
 	field("sandbox", was.Sandbox, now.Sandbox)

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 )
 
 // ManifestFile is the name of a dataset folder's manifest.
@@ -134,7 +135,7 @@ func (d *Dataset) Write(dir string, force bool) (*Manifest, error) {
 // sha256 against it. A folder without manifest.json is ErrNotDataset; a
 // missing or changed data file is ErrDatasetChanged.
 func Load(dir string) (*Dataset, *Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	b, err := readRegular(filepath.Join(dir, ManifestFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, &notDatasetError{dir: dir}
 	}
@@ -150,7 +151,7 @@ func Load(dir string) (*Dataset, *Manifest, error) {
 	for _, name := range Files {
 		file := fileName(name)
 		path := filepath.Join(dir, file)
-		b, err := os.ReadFile(path)
+		b, err := readRegular(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("%s is missing: %w; %s", path, ErrDatasetChanged, regen)
 		}
@@ -188,6 +189,36 @@ func Load(dir string) (*Dataset, *Manifest, error) {
 		}
 	}
 	return d, m, nil
+}
+
+// readRegular reads the regular file at path (or that a link there leads
+// to). Anything else is an error, found before a read: a named pipe is
+// never waited on, a device never read (the kernel's data/ leaves both
+// out, see kernel.WalkReadOnly).
+func readRegular(path string) ([]byte, error) {
+	notRegular := func(st fs.FileInfo) error {
+		return fmt.Errorf("%s is not a regular file (%s): not read", path, st.Mode().Type())
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, notRegular(st)
+	}
+	// Non-blocking, and checked again: a file replaced by a pipe since.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, notRegular(st)
+	}
+	return io.ReadAll(f)
 }
 
 // decodeLines decodes JSON lines strictly: unknown fields are errors; n is

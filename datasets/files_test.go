@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/internal/datatest"
 )
 
 // pinnedS1 are the sha256 of tier s, seed 1. A change to the generator
@@ -183,4 +184,20 @@ func TestErrNotDatasetMessage(t *testing.T) {
 	_, _, err := datasets.Load(dir)
 	require.True(t, errors.Is(err, datasets.ErrNotDataset))
 	assert.Equal(t, dir+" is not a ctxcode dataset (no manifest.json); make one with `ctxcode data gen`", err.Error())
+}
+
+// TestLoadNeverOpensAPipe: a named pipe in the place of the manifest or of
+// a data file is an error, found without opening it (datatest.Pipe fails
+// the test if it is): a read would wait for a writer forever.
+func TestLoadNeverOpensAPipe(t *testing.T) {
+	for _, name := range []string{datasets.ManifestFile, "events.jsonl"} {
+		t.Run(name, func(t *testing.T) {
+			dir, _ := writeTier(t, "s", 1)
+			require.NoError(t, os.Remove(filepath.Join(dir, name)))
+			datatest.Pipe(t, filepath.Join(dir, name))
+			_, _, err := datasets.Load(dir)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), name+" is not a regular file")
+		})
+	}
 }

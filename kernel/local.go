@@ -22,10 +22,15 @@ type LocalConfig struct {
 	// directory: a read-only copy made at each start (files 0444, folders
 	// 0555), so that nothing a cell does can change the user's files.
 	DataDir string
+	// FollowLinks brings in the files that links in DataDir lead to
+	// outside it, too (see [WalkReadOnly]); by default they are left out.
+	FollowLinks bool
 	// LinkData shows DataDir by a symbolic link instead of a copy: nothing
 	// is copied, but a cell can change or delete the user's files (when
 	// ctxcode runs as root, only what user nobody may: it must be able to
-	// read them, too).
+	// read them, too). A link shows the folder as it is, so NewLocal
+	// refuses it (a [*LinkDataError]) for a folder that holds anything a
+	// copy leaves out.
 	LinkData bool
 	// MaxDataCopy bounds the bytes copied for DataDir. Zero means 1 GiB.
 	// Larger data is refused with an error that names the alternatives.
@@ -87,8 +92,43 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 			return nil, fmt.Errorf("data folder %q is not a directory", cfg.DataDir)
 		}
 		cfg.DataDir = abs
+		if cfg.LinkData {
+			if err := linkable(abs, cfg.FollowLinks); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return &Local{cfg: cfg}, nil
+}
+
+// LinkDataError refuses LocalConfig.LinkData for a data folder that holds
+// something a copy would leave out: through a link, a kernel would see it.
+type LinkDataError struct {
+	Dir  string
+	Skip DataSkip // the first such entry
+}
+
+func (e *LinkDataError) Error() string {
+	return fmt.Sprintf("--data-link shows the data folder %s as it is, but it holds %s (%s), which a kernel may not see: "+
+		"drop --data-link (a read-only copy leaves it out), or take it out of the folder", e.Dir, e.Skip.Rel, e.Skip.Why)
+}
+
+// linkable is a *LinkDataError unless dir holds only what a walk of it
+// takes.
+func linkable(dir string, followLinks bool) error {
+	var first *DataSkip
+	err := WalkReadOnly(dir, WalkOptions{FollowLinks: followLinks, Skipped: func(s DataSkip) {
+		if first == nil {
+			first = &s
+		}
+	}}, func(DataEntry) error { return nil })
+	if err != nil {
+		return fmt.Errorf("data folder %s: %w", dir, err)
+	}
+	if first != nil {
+		return &LinkDataError{Dir: dir, Skip: *first}
+	}
+	return nil
 }
 
 // FindPython resolves the Python interpreter to run: name if given (a path
@@ -344,26 +384,27 @@ func (l *Local) placeData(dst string) error {
 		}
 		return nil
 	}
-	if err := copyReadOnly(src, dst, l.cfg.MaxDataCopy); err != nil {
+	if err := copyReadOnly(src, dst, WalkOptions{Limit: l.cfg.MaxDataCopy, FollowLinks: l.cfg.FollowLinks}); err != nil {
 		return fmt.Errorf("copy data folder %s: %w", src, err)
 	}
 	return nil
 }
 
-// copyReadOnly copies the tree at src to dst as [WalkReadOnly] says, and
-// then makes the copy read-only. It refuses trees over limit bytes.
-func copyReadOnly(src, dst string, limit int64) error {
+// copyReadOnly copies the tree at src to dst as [WalkReadOnly] walks it
+// with o, and then makes the copy read-only. It refuses trees over o.Limit
+// bytes.
+func copyReadOnly(src, dst string, o WalkOptions) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
 	dirs := []string{dst}
-	err := WalkReadOnly(src, limit, func(e DataEntry) error {
+	err := WalkReadOnly(src, o, func(e DataEntry) error {
 		target := filepath.Join(dst, filepath.FromSlash(e.Rel))
 		if e.Dir {
 			dirs = append(dirs, target)
 			return os.Mkdir(target, 0o755)
 		}
-		return copyFile(e.Path, target, e.Mode)
+		return copyFile(e, target)
 	})
 	var big *DataTooLargeError
 	if errors.As(err, &big) {
@@ -381,18 +422,19 @@ func copyReadOnly(src, dst string, limit int64) error {
 	return nil
 }
 
-func copyFile(src, dst string, mode os.FileMode) (err error) {
-	in, err := os.Open(src)
+// copyFile copies the file of e to dst, at most the size the walk saw.
+func copyFile(e DataEntry, dst string) (err error) {
+	in, err := OpenData(e)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, e.Mode)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, out.Close()) }()
-	_, err = io.Copy(out, in)
+	_, err = io.Copy(out, io.LimitReader(in, e.Size))
 	return err
 }
 

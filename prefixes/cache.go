@@ -205,19 +205,20 @@ func (c Cache) Store(k CacheKey, p *Prefix, info string, cells []session.Cell) (
 	return os.Rename(f.Name(), c.Path(k))
 }
 
-// DataHash identifies the data folder dir as a kernel sees it: the hex
-// SHA-256 of every entry kernel.WalkReadOnly brings in (its path, whether
-// it is a folder, its size and its modification time in nanoseconds), not
-// of the files' contents. It reads no file, so it costs one stat per entry;
-// a file rewritten with its size and time kept hashes the same (the run's
-// check then finds the difference). "" for no data.
-func DataHash(dir string) (string, error) {
+// DataHash identifies the data folder dir as a kernel sees it (followLinks
+// as the kernel's copy has it): the hex SHA-256 of every entry
+// kernel.WalkReadOnly brings in (its path, whether it is a folder, its size
+// and its modification time in nanoseconds), not of the files' contents.
+// It reads no file, so it costs one stat per entry; a file rewritten with
+// its size and time kept hashes the same (the run's check then finds the
+// difference). "" for no data.
+func DataHash(dir string, followLinks bool) (string, error) {
 	if dir == "" {
 		return "", nil
 	}
 	h := sha256.New()
 	var num [8]byte
-	err := kernel.WalkReadOnly(dir, 0, func(e kernel.DataEntry) error {
+	err := kernel.WalkReadOnly(dir, kernel.WalkOptions{FollowLinks: followLinks}, func(e kernel.DataEntry) error {
 		h.Write([]byte(e.Rel))
 		h.Write([]byte{0})
 		if e.Dir {

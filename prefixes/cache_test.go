@@ -144,7 +144,7 @@ func TestDataHash(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub", "b.csv"), []byte("y\n"), 0o644))
 	hash := func() string {
 		t.Helper()
-		h, err := prefixes.DataHash(dir)
+		h, err := prefixes.DataHash(dir, false)
 		require.NoError(t, err)
 		return h
 	}
@@ -168,7 +168,7 @@ func TestDataHash(t *testing.T) {
 	require.NoError(t, os.Rename(filepath.Join(dir, "sub", "b.csv"), filepath.Join(dir, "sub", "c.csv")))
 	assert.NotEqual(t, touched, hash(), "a new name")
 
-	none, err := prefixes.DataHash("")
+	none, err := prefixes.DataHash("", false)
 	require.NoError(t, err)
 	assert.Empty(t, none)
 }

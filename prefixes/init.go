@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -41,6 +40,10 @@ type InitOptions struct {
 	// more than half of it gets a warning (see InitResult.Memory). Zero or
 	// less: no limit, no warning.
 	MemoryLimit int64
+	// FollowLinks takes the files that links in the folder lead to outside
+	// it too, as the kernels are told to (see kernel.WalkReadOnly: what a
+	// kernel cannot see, Init never reads nor names).
+	FollowLinks bool
 }
 
 // InitResult is a prefix Init wrote, and what a person should know of it.
@@ -129,7 +132,9 @@ func InitWith(dir string, o InitOptions) (*InitResult, error) {
 	if o.Encoding == "" {
 		o.Encoding = session.O200kBase
 	}
-	entries, err := os.ReadDir(dir)
+	// Only what a kernel sees as data/: never a named pipe or a device,
+	// nor a link out of the folder unless FollowLinks.
+	entries, _, err := kernel.ListData(dir, "", o.FollowLinks)
 	if err != nil {
 		return nil, fmt.Errorf("read data folder: %w", err)
 	}
@@ -137,9 +142,9 @@ func InitWith(dir string, o InitOptions) (*InitResult, error) {
 	var files []*dataFile
 	var names []string // every entry of the folder, as the kernel lists it
 	for _, e := range entries {
-		name := e.Name()
+		name := e.Rel
 		names = append(names, name)
-		if e.IsDir() || strings.HasPrefix(name, ".") {
+		if e.Dir || strings.HasPrefix(name, ".") {
 			continue
 		}
 		ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(name)), ".")
@@ -155,7 +160,7 @@ func InitWith(dir string, o InitOptions) (*InitResult, error) {
 			res.Skipped = append(res.Skipped, Skipped{name, "a ctxcode manifest, not data"})
 			continue
 		}
-		f, err := inspectFile(filepath.Join(dir, name), format, ext == "tsv", lang)
+		f, err := inspectFile(e, format, ext == "tsv", lang)
 		if err != nil {
 			res.Skipped = append(res.Skipped, Skipped{name, err.Error()})
 			continue
@@ -271,10 +276,10 @@ type column struct {
 	present int             // how many records have it
 }
 
-// inspect reads a .jsonl, .json or .csv file as Init's Python loader
-// would, for the skill document: its fields are sorted.
-func inspect(path, format string) (*dataFile, error) {
-	f, err := inspectFile(path, format, false, kernel.Python)
+// inspect reads the bytes of a .jsonl, .json or .csv file as Init's Python
+// loader would, for the skill document: its fields are sorted.
+func inspect(b []byte, format string) (*dataFile, error) {
+	f, err := inspectBytes(b, format, false, kernel.Python)
 	if err != nil {
 		return nil, err
 	}
@@ -282,13 +287,18 @@ func inspect(path, format string) (*dataFile, error) {
 	return f, nil
 }
 
-// inspectFile reads a file as its loader will, to learn its records' fields
-// and small value sets; an error says why the loader could not read it.
-func inspectFile(path, format string, tsv bool, lang kernel.Language) (*dataFile, error) {
-	b, err := os.ReadFile(path)
+// inspectFile reads the file of e as its loader will, to learn its
+// records' fields and small value sets; an error says why the loader could
+// not read it.
+func inspectFile(e kernel.DataEntry, format string, tsv bool, lang kernel.Language) (*dataFile, error) {
+	b, err := kernel.ReadData(e)
 	if err != nil {
 		return nil, err
 	}
+	return inspectBytes(b, format, tsv, lang)
+}
+
+func inspectBytes(b []byte, format string, tsv bool, lang kernel.Language) (*dataFile, error) {
 	text, enc, err := decodeText(b)
 	if err != nil {
 		return nil, err

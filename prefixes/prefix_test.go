@@ -228,20 +228,20 @@ func TestSkillDocument(t *testing.T) {
 	require.NoError(t, err)
 	_, err = datasets.Generate(tier, 1).Write(dir, true)
 	require.NoError(t, err)
-	doc, err := prefixes.SkillDocument(dir)
+	doc, err := prefixes.SkillDocument(dir, false)
 	require.NoError(t, err)
 	assert.Contains(t, doc, "## data/tasks.jsonl\n\n500 lines; fields: assignee_id, created_at, due_date, estimate_hours, id, priority, project_id, reporter_id, status, title.\n")
 	assert.Contains(t, doc, "## data/events.jsonl\n\n2000 lines;")
 	assert.Contains(t, doc, `"id":"E002000"`, "the last record is the sample")
 	assert.NotContains(t, doc, "manifest")
 	assert.NotContains(t, doc, "ANSWER", "how to answer is the protocol's business, not the data's")
-	_, err = prefixes.SkillDocument(t.TempDir())
+	_, err = prefixes.SkillDocument(t.TempDir(), false)
 	assert.ErrorContains(t, err, "no loadable file")
 
 	// A CSV shows its header as it stands, to read the sample line by.
 	csvDir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(csvDir, "sales.csv"), []byte("\ufeffregion,amount\nnorth,10\nsouth,5\n"), 0o644))
-	doc, err = prefixes.SkillDocument(csvDir)
+	doc, err = prefixes.SkillDocument(csvDir, false)
 	require.NoError(t, err)
 	assert.Contains(t, doc, "## data/sales.csv\n\n3 lines; the first is the header: region,amount.\n\nLast line:\n\n    south,5\n")
 }

@@ -46,7 +46,7 @@ func TestRenderGolden(t *testing.T) {
 	tasks, err := datasets.Tasks(d)
 	require.NoError(t, err)
 	question := tasks[0].Question
-	skill, err := prefixes.SkillDocument(dir)
+	skill, err := prefixes.SkillDocument(dir, false)
 	require.NoError(t, err)
 
 	for _, tc := range []struct {
@@ -90,7 +90,7 @@ func BenchmarkRenderCountPM(b *testing.B) {
 	require.NoError(b, err)
 	cells, err := prefixes.Build(context.Background(), k, p, kernel.ExecOptions{Timeout: time.Minute})
 	require.NoError(b, err)
-	skill, err := prefixes.SkillDocument(dir)
+	skill, err := prefixes.SkillDocument(dir, false)
 	require.NoError(b, err)
 	tasks, err := datasets.Tasks(d)
 	require.NoError(b, err)

@@ -4,17 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ctxcode/ctxcode/kernel"
 )
 
 // SkillDocument is condition A's description of a data folder: a short
 // Markdown text with each loadable file, its line count, its fields and its
 // last line as a sample record. It replaces the prefix for the CLI agent,
-// which reads the files itself.
-func SkillDocument(dir string) (string, error) {
-	entries, err := os.ReadDir(dir)
+// which reads the files itself. It describes only what the kernel sees as
+// data/ (kernel.WalkReadOnly; followLinks as the kernel's copy has it).
+func SkillDocument(dir string, followLinks bool) (string, error) {
+	entries, _, err := kernel.ListData(dir, "", followLinks)
 	if err != nil {
 		return "", fmt.Errorf("read data folder: %w", err)
 	}
@@ -22,16 +24,16 @@ func SkillDocument(dir string) (string, error) {
 	b.WriteString("# The data\n\nThe files are in `data/` (read-only).\n")
 	n := 0
 	for _, e := range entries {
-		name := e.Name()
+		name := e.Rel
 		format := strings.TrimPrefix(strings.ToLower(filepath.Ext(name)), ".")
-		if e.IsDir() || name == "manifest.json" || (format != "jsonl" && format != "json" && format != "csv") {
+		if e.Dir || name == "manifest.json" || (format != "jsonl" && format != "json" && format != "csv") {
 			continue
 		}
-		raw, err := os.ReadFile(filepath.Join(dir, name))
+		raw, err := kernel.ReadData(e)
 		if err != nil {
 			return "", err
 		}
-		f, err := inspect(filepath.Join(dir, name), format)
+		f, err := inspect(raw, format)
 		if err != nil {
 			continue
 		}

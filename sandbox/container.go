@@ -94,8 +94,9 @@ func newDocker(cli *client.Client, cfg Config, argv, bind []string) (*Docker, er
 		cfg.DataDir = abs
 	}
 	// A remote daemon cannot see the folder; the kernel's user (nobody)
-	// cannot read private files in a bind mount. Both get a copy.
-	if cfg.DataDir != "" && !cfg.CopyData && (Remote(cli) || !worldReadable(cfg.DataDir)) {
+	// cannot read private files in a bind mount; a bind mount shows the
+	// folder as it is, links, pipes and devices too. All get a copy.
+	if cfg.DataDir != "" && !cfg.CopyData && (Remote(cli) || !bindable(cfg.DataDir, cfg.FollowLinks)) {
 		cfg.CopyData = true
 	}
 	return &Docker{cli: cli, cfg: cfg, argv: argv, bind: bind}, nil
@@ -104,30 +105,30 @@ func newDocker(cli *client.Client, cfg Config, argv, bind []string) (*Docker, er
 // Config is the configuration containers are made with.
 func (d *Docker) Config() Config { return d.cfg }
 
-// worldReadable reports whether every folder and file under dir can be read
-// by any user, as the kernel's user needs for a bind mount.
-func worldReadable(dir string) bool {
+// bindable reports whether a bind mount of dir shows the kernel what a
+// copy would: the folder holds only real folders and regular files (no
+// link, which a walk would judge and a mount shows as it is, and nothing a
+// walk leaves out), each readable by any user, as the kernel's user needs.
+func bindable(dir string, followLinks bool) bool {
 	ok := true
-	_ = filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
-		if err != nil {
-			ok = false
-			return filepath.SkipAll
-		}
+	readable := func(path string, dir bool) bool {
 		info, err := os.Stat(path)
-		if err != nil {
-			return nil
-		}
 		need := os.FileMode(0o004)
-		if info.IsDir() {
+		if dir {
 			need = 0o005
 		}
-		if info.Mode().Perm()&need != need {
-			ok = false
-			return filepath.SkipAll
-		}
-		return nil
-	})
-	return ok
+		return err == nil && info.Mode().Perm()&need == need
+	}
+	stop := errors.New("not bindable")
+	err := kernel.WalkReadOnly(dir, kernel.WalkOptions{FollowLinks: followLinks, Skipped: func(kernel.DataSkip) { ok = false }},
+		func(e kernel.DataEntry) error {
+			if !ok || e.Link != "" || !readable(e.Path, e.Dir) {
+				ok = false
+				return stop
+			}
+			return nil
+		})
+	return err == nil && ok && readable(dir, true)
 }
 
 // NewSessionID returns a fresh random session id.
@@ -308,7 +309,7 @@ func (d *Docker) copyDataToVolume(ctx context.Context, session string) (name str
 		return name, err
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(tarReadOnly(pw, d.cfg.DataDir)) }()
+	go func() { pw.CloseWithError(tarReadOnly(pw, d.cfg.DataDir, d.cfg.FollowLinks)) }()
 	if err := d.cli.CopyToContainer(ctx, helper.ID, "/data", pr, container.CopyToContainerOptions{}); err != nil {
 		pr.CloseWithError(err)
 		return name, fmt.Errorf("copy data into the volume: %w", err)
@@ -319,9 +320,9 @@ func (d *Docker) copyDataToVolume(ctx context.Context, session string) (name str
 // tarReadOnly writes the tree at dir, as kernel.WalkReadOnly walks it (the
 // same entries as a local kernel's copy), as a tar of read-only, root-owned
 // entries.
-func tarReadOnly(w io.Writer, dir string) error {
+func tarReadOnly(w io.Writer, dir string, followLinks bool) error {
 	tw := tar.NewWriter(w)
-	err := kernel.WalkReadOnly(dir, 0, func(e kernel.DataEntry) error {
+	err := kernel.WalkReadOnly(dir, kernel.WalkOptions{FollowLinks: followLinks}, func(e kernel.DataEntry) error {
 		hdr := &tar.Header{Name: e.Rel, ModTime: e.ModTime, Mode: int64(e.Mode), Format: tar.FormatPAX}
 		if e.Dir {
 			hdr.Typeflag, hdr.Name = tar.TypeDir, hdr.Name+"/"
@@ -331,7 +332,7 @@ func tarReadOnly(w io.Writer, dir string) error {
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
 		}
-		f, err := os.Open(e.Path)
+		f, err := kernel.OpenData(e)
 		if err != nil {
 			return err
 		}

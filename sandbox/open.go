@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,6 +40,10 @@ type OpenOptions struct {
 	// DataDir is shown read-only to the kernel as data/, in either kind;
 	// it replaces Docker.DataDir and Local.DataDir. Empty means no data.
 	DataDir string
+	// FollowLinks brings in the files that links in DataDir lead to
+	// outside it (left out by default), in either kind; it replaces
+	// Docker.FollowLinks and Local.FollowLinks.
+	FollowLinks bool
 	// NoIPython makes the Python driver use its standard-library path, in
 	// either kind; it replaces Docker.NoIPython.
 	NoIPython bool
@@ -85,8 +90,8 @@ func inputErrorf(format string, args ...any) error {
 // gone processes. Bad options are an *InputError, found before anything
 // is connected or started; so are an image and a network the daemon does
 // not have, found before any container is made (the kernel image missing
-// is an *ImageError). It warns of the files of DataDir the kernels do not
-// see because they cannot be read, and of a network other than none.
+// is an *ImageError). It warns of a network other than none (the commands
+// name the files of DataDir no kernel sees).
 //
 // The cleanup function, never nil, sweeps the orphans again (a killed
 // process's container may have been created after the first sweep) and
@@ -100,9 +105,6 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 	if opts.Kind == KindLocal {
 		fmt.Fprintln(warn, "ctxcode: warning: --sandbox local runs the cells on this host, without isolation")
 		tr, err := opts.local(warn)
-		if err == nil {
-			opts.warnSkipped(warn, opts.Local.LinkData)
-		}
 		return tr, noop, err
 	}
 	cli, err := Connect(ctx)
@@ -111,9 +113,6 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 		case opts.Kind == KindAuto && opts.HostFallback:
 			fmt.Fprintf(warn, "ctxcode: Docker is not reachable (%v);\nctxcode: the reference model runs ctxcode's own solutions, so they run on this host\n", err)
 			tr, lerr := opts.local(warn)
-			if lerr == nil {
-				opts.warnSkipped(warn, opts.Local.LinkData)
-			}
 			return tr, noop, lerr
 		case opts.Kind == KindAuto:
 			return nil, noop, fmt.Errorf("%w\n(cells are never run on this host unless you say so with --sandbox local, which runs them without isolation)", err)
@@ -138,7 +137,7 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 	if opts.Docker != nil {
 		cfg = *opts.Docker
 	}
-	cfg.DataDir, cfg.NoIPython = opts.DataDir, opts.NoIPython
+	cfg.DataDir, cfg.FollowLinks, cfg.NoIPython = opts.DataDir, opts.FollowLinks, opts.NoIPython
 	if cfg.Image == "" {
 		cfg.Image = KernelImage()
 	}
@@ -166,22 +165,7 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 	if cfg.Network != "" && cfg.Network != "none" {
 		fmt.Fprintf(warn, "ctxcode: warning: --network %s: the cells can reach the network\n", cfg.Network)
 	}
-	opts.warnSkipped(warn, false)
 	return tr, cleanup, nil
-}
-
-// warnSkipped names the files of the data folder that the kernels do not
-// see because they cannot be read (kernel.SkippedData), as prefix init
-// names the files it skips; a linked folder (kernel.LocalConfig.LinkData)
-// shows everything as it is.
-func (o *OpenOptions) warnSkipped(warn io.Writer, linked bool) {
-	if o.DataDir == "" || linked {
-		return
-	}
-	skipped, _ := kernel.SkippedData(o.DataDir) // a walk that fails here fails the copy too, which says why
-	for _, s := range skipped {
-		fmt.Fprintf(warn, "ctxcode: warning: skipped data/%s: %s\n", s.Rel, s.Reason)
-	}
 }
 
 // Check fills the defaults and refuses what cannot work (an *InputError),
@@ -241,7 +225,7 @@ func (o *OpenOptions) findPython() (string, error) {
 // confinement cannot hide (see kernel.Confinement) is a warning.
 func (o *OpenOptions) local(warn io.Writer) (kernel.Transport, error) {
 	cfg := o.Local
-	cfg.DataDir = o.DataDir
+	cfg.DataDir, cfg.FollowLinks = o.DataDir, o.FollowLinks
 	var tr *kernel.Local
 	var err error
 	if o.Lang == kernel.Go {
@@ -257,6 +241,9 @@ func (o *OpenOptions) local(warn io.Writer) (kernel.Transport, error) {
 			return nil, perr
 		}
 		tr, err = kernel.NewLocalPython(python, o.NoIPython, cfg)
+	}
+	if le := (*kernel.LinkDataError)(nil); errors.As(err, &le) {
+		return nil, &InputError{Err: err}
 	}
 	if err != nil {
 		return nil, err

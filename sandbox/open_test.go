@@ -39,13 +39,7 @@ func open(t *testing.T, opts OpenOptions) (kernel.Transport, string, error) {
 // data/.
 func countFiles(t *testing.T, tr kernel.Transport) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
-	if k != nil {
-		t.Cleanup(func() { assert.NoError(t, k.Close()) })
-	}
-	require.NoError(t, err)
+	k := startFrom(t, tr)
 	var n int
 	answer(t, k, "import os\nANSWER(len(os.listdir('data')))", &n)
 	return n

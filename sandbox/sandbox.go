@@ -67,10 +67,15 @@ type Config struct {
 	// DataDir is shown read-only at /session/data. Empty means no data.
 	DataDir string
 	// CopyData copies DataDir into a volume (files read-only, readable by
-	// the kernel's user) instead of bind-mounting it. It is forced on when
-	// the daemon is remote (DOCKER_HOST=tcp://...) and when some file or
-	// folder under DataDir is not readable by every user.
+	// the kernel's user; what kernel.WalkReadOnly takes) instead of
+	// bind-mounting it. It is forced on when the daemon is remote
+	// (DOCKER_HOST=tcp://...) and when a bind mount would show what a copy
+	// does not: a file or folder under DataDir not readable by every user,
+	// a symbolic link, a named pipe, a socket or a device.
 	CopyData bool
+	// FollowLinks brings in the files that links in DataDir lead to
+	// outside it, too; by default they are left out.
+	FollowLinks bool
 	// Network is the network mode: "none" (the default), or a network
 	// the daemon has (bridge, host, one made by docker network create);
 	// never another container's.

@@ -98,7 +98,7 @@ func (o *askOptions) openCache(s *askSetup, w *warmUp, warn io.Writer) askCache 
 	dir, err := prefixes.CacheDir()
 	if err == nil {
 		var c askCache
-		if c.data, err = prefixes.DataHash(s.dataDir); err == nil {
+		if c.data, err = prefixes.DataHash(s.dataDir, o.sandbox.followLinks); err == nil {
 			w.wait()
 			c.cache, c.runtime = prefixes.Cache{Dir: dir}, o.sandbox.runtimeIdentity(s.language, w.imageID)
 			return c

@@ -320,6 +320,7 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 	if err := checkDataDir("--data", s.dataDir); err != nil {
 		return nil, err
 	}
+	noteData(s.dataDir, o.sandbox.followLinks, stderr)
 	d, m, err := datasets.Load(s.dataDir)
 	switch {
 	case err == nil:
@@ -344,7 +345,7 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 		}
 	default:
 		start := time.Now()
-		src, err := initPrefix(s.dataDir, kernel.Python, o.sandbox.memoryLimit(), stderr)
+		src, err := initPrefix(s.dataDir, kernel.Python, o.sandbox.memoryLimit(), o.sandbox.followLinks, stderr)
 		s.initTime = time.Since(start)
 		if err != nil {
 			return nil, usagef("no --prefix, and prefix init could not write one for %s: %v", s.dataDir, err)
@@ -501,7 +502,7 @@ func (o *askOptions) ask(ctx context.Context, kern *askKernel, cache askCache, s
 	if job.rung.prefix == nil {
 		// A: no prefix; the skill document describes the files, and read
 		// serves them from the folder the kernel shows as data/.
-		sess.DataDir = s.dataDir
+		sess.DataDir, sess.FollowLinks = s.dataDir, o.sandbox.followLinks
 	}
 	res, err := agent.Run(ctx, sess, model, cfg, info, traj, o.progress)
 	o.progress.done()

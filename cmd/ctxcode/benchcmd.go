@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -404,6 +403,7 @@ func (o *benchOptions) setup(stderr io.Writer) (_ *benchSetup, err error) {
 		}
 		s.dataDir = dir
 	}
+	noteData(s.dataDir, o.sandbox.followLinks, stderr)
 	d, m, err := datasets.Load(s.dataDir)
 	switch {
 	case err == nil:
@@ -609,7 +609,7 @@ func (o *benchOptions) spec(s *benchSetup, run *bench.Run) bench.Spec {
 		Tasks:   s.source,
 		Reps:    o.reps,
 		Budgets: bench.BudgetsOf(o.agent),
-		Data:    bench.DataInfo{Dir: s.dataDir},
+		Data:    bench.DataInfo{Dir: s.dataDir, FollowLinks: o.sandbox.followLinks},
 	}
 	sp.TaskList = s.tasks
 	for _, m := range run.Models {
@@ -624,7 +624,7 @@ func (o *benchOptions) spec(s *benchSetup, run *bench.Run) bench.Spec {
 		h := sha256.Sum256(b)
 		sp.Data.SHA256 = hex.EncodeToString(h[:])
 	} else {
-		sp.Data.SHA256 = folderHash(s.dataDir)
+		sp.Data.SHA256 = folderHash(s.dataDir, o.sandbox.followLinks)
 	}
 	sp.Sandbox = bench.SandboxInfo{Kind: o.sandbox.kind, NoIPython: o.sandbox.noIPython}
 	if sp.Sandbox.Kind != string(sandbox.KindLocal) {
@@ -637,22 +637,22 @@ func (o *benchOptions) spec(s *benchSetup, run *bench.Run) bench.Spec {
 	return sp
 }
 
-// folderHash identifies a data folder that has no manifest: the SHA-256
-// of every file's path and bytes, in path order.
-func folderHash(dir string) string {
+// folderHash identifies a data folder that has no manifest as the kernels
+// see it (kernel.WalkReadOnly, links out of it followed with followLinks):
+// the SHA-256 of every file's path and bytes, in path order.
+func folderHash(dir string, followLinks bool) string {
 	h := sha256.New()
-	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+	_ = kernel.WalkReadOnly(dir, kernel.WalkOptions{FollowLinks: followLinks}, func(e kernel.DataEntry) error {
+		if e.Dir {
 			return nil
 		}
-		rel, _ := filepath.Rel(dir, path)
-		f, err := os.Open(path)
+		f, err := kernel.OpenData(e)
 		if err != nil {
 			return nil
 		}
 		defer f.Close()
-		fmt.Fprintf(h, "%s\x00", filepath.ToSlash(rel))
-		_, _ = io.Copy(h, f)
+		fmt.Fprintf(h, "%s\x00", e.Rel)
+		_, _ = io.Copy(h, io.LimitReader(f, e.Size))
 		h.Write([]byte{0})
 		return nil
 	})

@@ -152,6 +152,9 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
+	if o.dataDir != "" {
+		noteData(o.dataDir, o.sandbox.followLinks, stderr)
+	}
 	tr, cleanup, err := o.sandbox.transport(ctx, o.lang, o.dataDir, stderr)
 	if err != nil {
 		return err

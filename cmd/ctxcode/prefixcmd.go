@@ -15,7 +15,7 @@ import (
 )
 
 const prefixUsage = `Usage:
-  ctxcode prefix init   --data DIR [--lang python|go] [--out FILE] [--force] [--memory SIZE]
+  ctxcode prefix init   --data DIR [--lang python|go] [--out FILE] [--force] [--memory SIZE] [--follow-links]
                                                 write a prefix for a folder of .jsonl, .json, .csv and .tsv files
                                                 (and warn when its data would fill much of --memory, 2g by default)
   ctxcode prefix show   P --data DIR [--protocol bare|eval|transcript|cli|all] [--question Q] [--json] [flags]
@@ -60,6 +60,9 @@ func parsePrefix(cmd string, args []string, stderr io.Writer, extra ...func(*fla
 	// The prefix may stand anywhere among the flags: ctxcode prefix show pm --data DIR.
 	if err := fs.parse(args, 1, "one prefix"); err != nil {
 		return nil, err
+	}
+	if o.dataDir != "" {
+		noteData(o.dataDir, o.sandbox.followLinks, stderr)
 	}
 	name := fs.Arg(0)
 	if name == "" {
@@ -183,11 +186,12 @@ func (o *prefixOptions) execute(ctx context.Context, stderr io.Writer) ([]sessio
 	return cells, nil
 }
 
-// initPrefix writes a prefix for dir and tells stderr what it skipped and
-// what to know of it, such as data that would leave its kernels, whose
-// memory limit is memory (0: none), little room to work.
-func initPrefix(dir string, lang kernel.Language, memory int64, stderr io.Writer) ([]byte, error) {
-	res, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang, MemoryLimit: memory})
+// initPrefix writes a prefix for dir (links out of it followed with
+// followLinks) and tells stderr what it skipped and what to know of it,
+// such as data that would leave its kernels, whose memory limit is memory
+// (0: none), little room to work.
+func initPrefix(dir string, lang kernel.Language, memory int64, followLinks bool, stderr io.Writer) ([]byte, error) {
+	res, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang, MemoryLimit: memory, FollowLinks: followLinks})
 	if res != nil {
 		for _, s := range res.Skipped {
 			fmt.Fprintf(stderr, "ctxcode: prefix init: skipped %s: %s\n", s.File, s.Reason)
@@ -210,6 +214,8 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 	lang := fs.String("lang", "python", "prefix language: python, or go for the Go kernel (typed structs)")
 	memory := byteSize(sandbox.DefaultConfig().Memory)
 	fs.Var(&memory, "memory", "the memory limit of the kernels the prefix will run in (their --memory), to warn of data that would leave them little room")
+	var follow bool
+	registerFollowLinks(fs, &follow)
 	if err := fs.parse(args, 0, ""); err != nil {
 		return err
 	}
@@ -228,7 +234,8 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	src, err := initPrefix(*dir, l, int64(memory), stderr)
+	noteData(*dir, follow, stderr)
+	src, err := initPrefix(*dir, l, int64(memory), follow, stderr)
 	if err != nil {
 		return usagef("prefix init: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,7 @@ type sandboxFlags struct {
 	python       string
 	noIPython    bool
 	dataLink     bool
+	followLinks  bool
 }
 
 func (s *sandboxFlags) register(fs *flagSet) {
@@ -54,6 +56,49 @@ func (s *sandboxFlags) register(fs *flagSet) {
 	fs.StringVar(&s.python, "python", "", "local: Python interpreter (default: python3 on PATH, or $CTXCODE_PYTHON)")
 	fs.BoolVar(&s.noIPython, "no-ipython", false, "use the Python driver's standard-library path even when IPython is there (starts faster)")
 	fs.BoolVar(&s.dataLink, "data-link", false, "local: show --data by a link instead of a read-only copy (cells can then change your files)")
+	registerFollowLinks(fs, &s.followLinks)
+}
+
+// registerFollowLinks registers --follow-links, the same wherever --data
+// is taken.
+func registerFollowLinks(fs *flagSet, v *bool) {
+	fs.BoolVar(v, "follow-links", false, "take the files that links in --data lead to outside it (skipped by default, with a warning)")
+}
+
+// noteData tells stderr what of the data folder dir no kernel sees, and so
+// no model is told of (links that lead out of it, links to folders, named
+// pipes, sockets, devices, files ctxcode cannot read), and, with follow, which links out of it are
+// taken. A folder that cannot be walked is said nothing of here: what
+// needs it says why.
+func noteData(dir string, follow bool, stderr io.Writer) {
+	const most = 20
+	var lines []string
+	more := 0
+	add := func(line string) {
+		if len(lines) < most {
+			lines = append(lines, line)
+		} else {
+			more++
+		}
+	}
+	_ = kernel.WalkReadOnly(dir, kernel.WalkOptions{FollowLinks: follow, Skipped: func(s kernel.DataSkip) {
+		line := fmt.Sprintf("ctxcode: warning: skipped %s: %s; no kernel sees it", filepath.Join(dir, s.Rel), s.Why)
+		if s.Outside {
+			line += " (--follow-links takes it)"
+		}
+		add(line)
+	}}, func(e kernel.DataEntry) error {
+		if e.Outside {
+			add(fmt.Sprintf("ctxcode: --follow-links: took %s, a link to %s, outside the data folder", filepath.Join(dir, e.Rel), e.Link))
+		}
+		return nil
+	})
+	for _, l := range lines {
+		fmt.Fprintln(stderr, l)
+	}
+	if more > 0 {
+		fmt.Fprintf(stderr, "ctxcode: and %d more entries of %s like these\n", more, dir)
+	}
 }
 
 func (s *sandboxFlags) check() error {
@@ -89,6 +134,7 @@ func (s *sandboxFlags) transport(ctx context.Context, lang kernel.Language, data
 		HostFallback: s.hostFallback,
 		Lang:         lang,
 		DataDir:      dataDir,
+		FollowLinks:  s.followLinks,
 		NoIPython:    s.noIPython,
 		Docker:       &cfg,
 		Local:        kernel.LocalConfig{LinkData: s.dataLink},

@@ -95,7 +95,7 @@ func runPrefixShow(ctx context.Context, args []string, stdout, stderr io.Writer)
 			if o.dataDir == "" {
 				return usagef("--protocol cli shows the skill document of --data DIR: give the data folder")
 			}
-			skill, err := prefixes.SkillDocument(o.dataDir)
+			skill, err := prefixes.SkillDocument(o.dataDir, o.sandbox.followLinks)
 			if err != nil {
 				return usagef("skill document: %v", err)
 			}
