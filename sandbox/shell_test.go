@@ -46,9 +46,11 @@ func TestShellInContainer(t *testing.T) {
 			t.Run("network off", func(t *testing.T) {
 				res := runShell(t, k, `python3 -c "import socket; socket.create_connection(('1.1.1.1', 80), 2)"`, 10*time.Second)
 				assert.NotEqual(t, 0, res.ExitCode, "the network was reachable: %q", res.Output)
-				assert.Contains(t, res.Output, "Error")
+				// Refused at once for want of a route (only lo exists), not
+				// a connect that timed out: said by the error, not a clock.
+				assert.Contains(t, res.Output, "Network is unreachable")
+				assert.NotContains(t, res.Output, "timed out")
 				assert.False(t, res.TimedOut)
-				assert.Less(t, res.Elapsed, time.Second, "the failure should be immediate, not a timeout")
 			})
 
 			t.Run("data read-only", func(t *testing.T) {
