@@ -83,7 +83,7 @@ func TestBatteryNetwork(t *testing.T) {
 		name, code string
 		errNames   []string
 	}{
-		{"tcp connect", "import socket\nsocket.create_connection(('1.1.1.1', 80), 3)", []string{"OSError", "TimeoutError", "ConnectionRefusedError"}},
+		{"tcp connect", "import socket\nsocket.create_connection(('1.1.1.1', 80), 3)", []string{"OSError"}},
 		{"dns getaddrinfo", "import socket\nsocket.getaddrinfo('example.com', 443)", []string{"gaierror"}},
 		{"dns gethostbyname", "import socket\nsocket.gethostbyname('example.com')", []string{"gaierror"}},
 	} {
@@ -92,7 +92,10 @@ func TestBatteryNetwork(t *testing.T) {
 			require.Equal(t, kernel.StatusError, res.Status, "the network was reachable: value %q", res.Value)
 			require.NotNil(t, res.Error)
 			assert.Contains(t, tc.errNames, res.Error.Name, "%s: %s", res.Error.Name, res.Error.Value)
-			assert.Less(t, res.ElapsedMS, int64(1000), "the failure should be immediate, not a timeout")
+			// Refused at once (no route, no resolver), not a timeout: the
+			// error says which, where a clock would break on a busy machine.
+			assert.NotEqual(t, "TimeoutError", res.Error.Name)
+			assert.NotContains(t, res.Error.Value, "timed out")
 		})
 	}
 	t.Run("loopback only", func(t *testing.T) {
