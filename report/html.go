@@ -93,6 +93,7 @@ type htmlPage struct {
 	Money       bool
 	Estimated   bool
 	Chart       htmlChart
+	AccCost     htmlAccCost
 	Titles      titles
 	TaskTables  []htmlTaskTable // the first run's, then the second's
 	Transcripts []htmlTranscripts
@@ -284,6 +285,7 @@ func newHTMLPage(rep *Report, runs []*Run, runLink string) *htmlPage {
 		p.Estimated = p.Estimated || r.Estimated
 	}
 	p.Chart = ladderChart(rep)
+	p.AccCost = accCostChart(rep)
 	anchors := newHTMLAnchors()
 	// The first run's notebooks, by trajectory (rep.Tasks is of that run).
 	notebooks := map[string]string{}
@@ -780,7 +782,7 @@ func ladderChart(rep *Report) htmlChart {
 		}
 		if r.Graded > 0 {
 			g.Acc = fmt.Sprintf("%.0f%%", 100*r.Accuracy.Est)
-			g.AccCI = fmt.Sprintf("[%.0f, %.0f]", 100*r.Accuracy.Lo, 100*r.Accuracy.Hi)
+			g.AccCI = "[" + bracket(r.Accuracy.Tasks, "%.0f", 100*r.Accuracy.Lo, 100*r.Accuracy.Hi) + "]"
 		} else {
 			g.Acc = "–"
 		}
@@ -807,7 +809,7 @@ func ladderChart(rep *Report) htmlChart {
 			} else {
 				b.Y = y(s.d.Mean)
 				b.Lo, b.Hi = y(s.d.Lo), y(s.d.Hi)
-				b.Title = fmt.Sprintf("%s, %s: mean %.0f [%.0f, %.0f] over %d trials", label, s.series, s.d.Mean, s.d.Lo, s.d.Hi, s.d.N)
+				b.Title = fmt.Sprintf("%s, %s: mean %.0f [%s] over %d trials", label, s.series, s.d.Mean, bracket(s.d.Tasks, "%.0f", s.d.Lo, s.d.Hi), s.d.N)
 			}
 			b.H = p.Bottom - b.Y
 			g.Bars = append(g.Bars, b)
@@ -870,7 +872,12 @@ func accuracyHTML(k, n int, iv Interval) template.HTML {
 	if n == 0 {
 		return "–"
 	}
-	return template.HTML(fmt.Sprintf(`%d/%d = <b>%.0f%%</b> <span class="ci">[%.0f, %.0f]</span>`, k, n, 100*iv.Est, 100*iv.Lo, 100*iv.Hi))
+	return template.HTML(fmt.Sprintf(`%d/%d = <b>%.0f%%</b> <span class="ci">[%s]</span>`, k, n, 100*iv.Est, bracketHTML(iv.Tasks, "%.0f", 100*iv.Lo, 100*iv.Hi)))
+}
+
+// bracketHTML is bracket, escaped ("n &lt; 2").
+func bracketHTML(tasks int, format string, lo, hi float64) string {
+	return template.HTMLEscapeString(bracket(tasks, format, lo, hi))
 }
 
 func distHTML(d Dist, prec int) template.HTML {
@@ -878,29 +885,29 @@ func distHTML(d Dist, prec int) template.HTML {
 		return "–"
 	}
 	f := func(x float64) string { return fmt.Sprintf("%.*f", prec, x) }
-	return template.HTML(fmt.Sprintf(`%s <span class="ci">[%s, %s]</span> <span class="q">(%s; %s–%s)</span>`,
-		f(d.Mean), f(d.Lo), f(d.Hi), f(d.Median), f(d.Q1), f(d.Q3)))
+	return template.HTML(fmt.Sprintf(`%s <span class="ci">[%s]</span> <span class="q">(%s; %s–%s)</span>`,
+		f(d.Mean), bracketHTML(d.Tasks, fmt.Sprintf("%%.%df", prec), d.Lo, d.Hi), f(d.Median), f(d.Q1), f(d.Q3)))
 }
 
 func wallHTML(d Dist) template.HTML {
 	if d.N == 0 {
 		return "–"
 	}
-	return template.HTML(fmt.Sprintf(`%.2fs <span class="ci">[%.2f, %.2f]</span>`, d.Mean/1000, d.Lo/1000, d.Hi/1000))
+	return template.HTML(fmt.Sprintf(`%.2fs <span class="ci">[%s]</span>`, d.Mean/1000, bracketHTML(d.Tasks, "%.2f", d.Lo/1000, d.Hi/1000)))
 }
 
 func ratioHTML(iv Interval, n int) template.HTML {
-	if n == 0 || math.IsNaN(iv.Est) {
+	if n == 0 || iv.Tasks == 0 || math.IsNaN(iv.Est) {
 		return "–"
 	}
-	return template.HTML(fmt.Sprintf(`%.3f <span class="ci">[%.3f, %.3f]</span>`, iv.Est, iv.Lo, iv.Hi))
+	return template.HTML(fmt.Sprintf(`%.3f <span class="ci">[%s]</span>`, iv.Est, bracketHTML(iv.Tasks, "%.3f", iv.Lo, iv.Hi)))
 }
 
 func diffHTML(iv Interval, n int) template.HTML {
 	if n == 0 {
 		return "–"
 	}
-	return template.HTML(fmt.Sprintf(`%+.0f pp <span class="ci">[%+.0f, %+.0f]</span>`, 100*iv.Est, 100*iv.Lo, 100*iv.Hi))
+	return template.HTML(fmt.Sprintf(`%+.0f pp <span class="ci">[%s]</span>`, 100*iv.Est, bracketHTML(iv.Tasks, "%+.0f", 100*iv.Lo, 100*iv.Hi)))
 }
 
 // endAnswer is the end event's answer, a JSON string, as text.
@@ -936,6 +943,11 @@ var htmlFuncs = template.FuncMap{
 		}
 		return strconv.Itoa(n) + " turns"
 	},
+	"ladderMethod": func() string { return ladderMethod },
+	"power":        powerNote,
+	"fewestTasks":  fewestTasks,
+	"ladderPower":  ladderPower,
+	"dropped":      droppedNote,
 	"comparisons": func(first string, rows []Comparison) any {
 		return struct {
 			First string
@@ -944,7 +956,7 @@ var htmlFuncs = template.FuncMap{
 	},
 }
 
-var htmlTemplate = template.Must(template.New("report.html").Funcs(htmlFuncs).Parse(htmlSource))
+var htmlTemplate = template.Must(template.Must(template.New("report.html").Funcs(htmlFuncs).Parse(htmlSource)).Parse(accCostSource))
 
 const htmlSource = `<!doctype html>
 <html lang="en">
@@ -1010,6 +1022,25 @@ svg.ladder .acc-label{font-size:11px;fill:var(--muted)}
 svg.ladder .xlabel{font-weight:700;font-size:13px}
 svg.ladder .xlabel.sub{font-weight:400;font-size:11px;fill:var(--muted)}
 svg.ladder .empty{font-size:10px;fill:var(--muted)}
+svg.acccost{display:block;width:100%;height:auto;margin:0 auto}
+svg.acccost text{fill:var(--fg);font-size:12px;font-family:inherit}
+svg.acccost .tick{font-size:11px;fill:var(--muted)}
+svg.acccost .axis-title{font-size:11.5px}
+svg.acccost .grid line{stroke:var(--line);stroke-width:1}
+svg.acccost .baseline{stroke:var(--muted);stroke-width:1}
+svg.acccost .errbar{stroke:var(--muted);stroke-width:1.4;fill:none}
+svg.acccost .dot{stroke:var(--bg);stroke-width:1.5}
+svg.acccost .dot.m0{fill:var(--ctx)}
+svg.acccost .dot.m1{fill:var(--out)}
+svg.acccost .dot.m2{fill:var(--ok)}
+svg.acccost .dot.m3{fill:var(--infra)}
+svg.acccost .dot.run2{fill:var(--bg);stroke-width:2}
+svg.acccost .dot.run2.m0{stroke:var(--ctx)}
+svg.acccost .dot.run2.m1{stroke:var(--out)}
+svg.acccost .dot.run2.m2{stroke:var(--ok)}
+svg.acccost .dot.run2.m3{stroke:var(--infra)}
+svg.acccost .plabel{font-weight:700}
+p.power,ul.dropped{color:var(--muted);font-size:.9em}
 figcaption{color:var(--muted);font-size:.9em}
 ul.notes li{margin:.2em 0}
 details.trial{border:1px solid var(--line);border-radius:6px;margin:4px 0;background:var(--bg)}
@@ -1067,13 +1098,15 @@ svg.ladder .panel-title{font-size:14px}
 svg.ladder .acc,svg.ladder .xlabel{font-size:16px}
 svg.ladder .acc-ci,svg.ladder .xlabel.sub{font-size:13px}
 svg.ladder .acc-label{font-size:12px}
+svg.acccost text{font-size:14.5px}
+svg.acccost .tick,svg.acccost .axis-title{font-size:14px}
 }
 </style>
 </head>
 <body>
 <main>
 <h1>ctxcode report</h1>
-<nav class="toc"><a href="#ladder">Ladder</a><a href="#chart">Chart</a>
+<nav class="toc"><a href="#ladder">Ladder</a><a href="#chart">Chart</a><a href="#acccost">Accuracy and cost</a>
 {{- if .Rep.Layers}}<a href="#attribution">Attribution{{if .ManyRuns}} (run 1){{end}}</a>{{end}}
 {{- if .Rep.Versus}}<a href="#versus">Against {{.Rep.Baseline}}{{if .ManyRuns}} (run 1){{end}}</a>{{end}}
 {{- if .Rep.Pairs}}<a href="#pairs">Second run against first</a>{{end}}
@@ -1096,7 +1129,7 @@ svg.ladder .acc-label{font-size:12px}
 {{end}}
 <section id="ladder">
 <h2>The ladder</h2>
-<p class="lede">Accuracy with a Wilson 95% interval over the trials with a model result; tokens and time as the mean [bootstrap 95% interval over tasks] (median; IQR). Infrastructure failures are counted apart and left out of every other figure.</p>
+<p class="lede">{{ladderMethod}}</p>
 <div class="scroll"><table class="ladder">
 <thead><tr>{{if .ManyRuns}}<th>run</th>{{end}}<th>model</th><th>condition</th><th class="n">trials</th><th>accuracy</th><th class="n">infra</th><th class="n">budget stops</th><th>answers <span class="q">exec/stated/ unexec/none</span></th><th>turns</th><th>context tokens</th><th>output tokens</th><th>cached tokens</th><th>wall</th>{{if .Money}}<th class="n">USD per trial</th><th class="n">USD in all</th><th class="n">cache saved</th>{{end}}</tr></thead>
 <tbody>
@@ -1107,6 +1140,8 @@ svg.ladder .acc-label{font-size:12px}
 {{- end}}
 </tbody></table></div>
 {{if .Estimated}}<p class="muted">Token counts are estimated by the tokenizer where the model reported none.</p>{{end}}
+{{- range ladderPower .Rep}}
+<p class="power">{{.}}</p>{{end}}
 </section>
 
 <section id="chart">
@@ -1140,14 +1175,24 @@ svg.ladder .acc-label{font-size:12px}
 {{- end}}
 </svg>
 </div>
-<figcaption>Bars: the mean per trial with a model result, context tokens in the upper panel and output tokens in the lower one, each panel on its own scale (compare bars within a panel, not across panels); whiskers: the bootstrap 95% interval over tasks; at the top, each condition's accuracy and its Wilson 95% interval (percent).</figcaption>
+<figcaption>Bars: the mean per trial with a model result, context tokens in the upper panel and output tokens in the lower one, each panel on its own scale (compare bars within a panel, not across panels); whiskers: the bootstrap 95% interval over tasks; at the top, each condition's accuracy and its 95% interval over tasks (percent), as in the ladder.</figcaption>
 </figure>{{end}}
+</section>
+
+<section id="acccost">
+<h2>Accuracy and cost</h2>
+{{template "acccost" .AccCost}}
 </section>
 {{define "comparisons"}}<div class="scroll"><table class="comparisons">
 <thead><tr><th>{{.First}}</th><th>model</th><th>from → to</th><th class="n">tasks</th><th>context ratio</th><th>output ratio</th><th>accuracy difference</th></tr></thead>
 <tbody>{{range .Rows}}
 <tr><td>{{.Name}}</td><td>{{if .FromModel}}{{.FromModel}} → {{end}}{{.Model}}</td><td>{{.From}} → {{.To}}</td><td class="n">{{.Tasks}}</td><td>{{ratio .Context .Tasks}}</td><td>{{ratio .Output .Tasks}}</td><td>{{diff .Accuracy .Tasks}}</td></tr>{{end}}
-</tbody></table></div>{{end}}
+</tbody></table></div>
+{{- $dropped := false}}{{range .Rows}}{{if .Dropped.Any}}{{$dropped = true}}{{end}}{{end}}
+{{- if $dropped}}
+<ul class="dropped">{{range .Rows}}{{with dropped .}}<li>Dropped: {{.}}</li>{{end}}{{end}}</ul>{{end}}
+{{- with power (fewestTasks .Rows) true ""}}
+<p class="power">{{.}}</p>{{end}}{{end}}
 {{if .Rep.Layers}}
 <section id="attribution">
 <h2>{{.Titles.Layers}}</h2>

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/ctxcode/ctxcode/bench"
@@ -32,7 +33,7 @@ func Markdown(w io.Writer, rep *Report, runLinks ...string) error {
 	}
 
 	b.WriteString("## The ladder\n\n")
-	b.WriteString("Accuracy with a Wilson 95% interval over the trials with a model result; tokens and time as the mean [bootstrap 95% interval over tasks] (median; IQR). Infrastructure failures are counted apart and left out of every other figure.\n\n")
+	b.WriteString(ladderMethod + "\n\n")
 	many := len(rep.Runs) > 1
 	head := []string{"model", "condition", "trials", "accuracy", "infra", "budget stops", "answers (exec/stated/unexec/none)",
 		"turns", "context tokens", "output tokens", "cached tokens", "wall"}
@@ -69,6 +70,9 @@ func Markdown(w io.Writer, rep *Report, runLinks ...string) error {
 			b.WriteString("\nToken counts are estimated by the tokenizer where the model reported none.\n")
 			break
 		}
+	}
+	for _, n := range ladderPower(rep) {
+		b.WriteString("\n" + n + "\n")
 	}
 
 	s := sectionTitles(rep)
@@ -195,6 +199,124 @@ func comparisons(b *strings.Builder, cs []Comparison, first string) {
 		row(b, []string{c.Name, model, c.From + " → " + c.To, fmt.Sprint(c.Tasks),
 			ratio(c.Context, c.Tasks), ratio(c.Output, c.Tasks), diff(c.Accuracy, c.Tasks)})
 	}
+	var dropped []string
+	for _, c := range cs {
+		if d := droppedNote(c); d != "" {
+			dropped = append(dropped, d)
+		}
+	}
+	if len(dropped) > 0 {
+		b.WriteString("\nDropped pairs:\n\n")
+		for _, d := range dropped {
+			b.WriteString("- " + d + "\n")
+		}
+	}
+	if n := powerNote(fewestTasks(cs), true, ""); n != "" {
+		b.WriteString("\n" + n + "\n")
+	}
+}
+
+// The texts that say how the numbers were made, the same on both pages.
+const (
+	// ladderMethod introduces the ladder.
+	ladderMethod = "Accuracy is the share of correct trials among those with a model result, with a 95% interval over tasks, not trials (a task's reps are not independent): " +
+		"the wider at each end of a cluster bootstrap (tasks drawn with replacement, each with all its reps) and a Wilson interval that counts each task once, " +
+		"so repeated reps of the same answers do not narrow it and a row that is all right or all wrong keeps a width. " +
+		"Tokens and time: the mean [bootstrap 95% interval over tasks] (median; IQR). " +
+		"An interval over fewer than two tasks is shown as n < 2. Infrastructure failures are counted apart and left out of every other figure."
+	// noInterval stands for an interval over fewer than two tasks.
+	noInterval = "n < 2"
+	// powerNoteTasks: a table over fewer tasks carries a power note.
+	powerNoteTasks = 100
+)
+
+// powerNote is the line under a table over n tasks that says what
+// difference in accuracy it can tell apart (MinDetectableDiff), "" for
+// n >= powerNoteTasks or none. The ladder's states the rule; a comparison
+// table's (paired) refers to it. run names the run, "" for none.
+func powerNote(n int, paired bool, run string) string {
+	if n <= 0 || n >= powerNoteTasks {
+		return ""
+	}
+	head := "Power"
+	if run != "" {
+		head += " (" + run + ")"
+	}
+	tasks := plural(n, "task")
+	if paired {
+		tasks = plural(n, "paired task")
+	}
+	d := MinDetectableDiff(n)
+	rule := fmt.Sprintf("a two-sided test at the 5%% level detects a difference with 80%% power when it is at least (1.96 + 0.84)·√(0.5/n) = 1.98/√%d = %.0f pp, "+
+		"for two conditions near 50%% accuracy that fail tasks independently; conditions that fail the same tasks tell smaller differences apart", n, 100*d)
+	if paired {
+		rule = fmt.Sprintf("1.98/√%d = %.0f pp, the rule under the ladder", n, 100*d)
+	}
+	if d >= 1 {
+		return fmt.Sprintf("%s: with %s no difference in accuracy can be told apart reliably (%s).", head, tasks, rule)
+	}
+	return fmt.Sprintf("%s: with %s, a difference in accuracy smaller than about %.0f pp is likely to go unseen (%s).", head, tasks, 100*d, rule)
+}
+
+// ladderPower are the ladder's power notes: one, or one per run when the
+// runs have different numbers of tasks.
+func ladderPower(rep *Report) []string {
+	same := true
+	for _, r := range rep.Runs {
+		same = same && r.Tasks == rep.Runs[0].Tasks
+	}
+	var notes []string
+	for i, r := range rep.Runs {
+		switch {
+		case same && i > 0:
+		case same:
+			notes = append(notes, powerNote(r.Tasks, false, ""))
+		default:
+			notes = append(notes, powerNote(r.Tasks, false, r.Dir))
+		}
+	}
+	return slices.DeleteFunc(notes, func(n string) bool { return n == "" })
+}
+
+// fewestTasks is the fewest tasks a comparison of cs paired, 0 for none.
+func fewestTasks(cs []Comparison) int {
+	n := 0
+	for i, c := range cs {
+		if i == 0 || c.Tasks < n {
+			n = c.Tasks
+		}
+	}
+	return n
+}
+
+// droppedNote says what comparison c left out and why, "" when nothing.
+func droppedNote(c Comparison) string {
+	d := c.Dropped
+	if !d.Any() {
+		return ""
+	}
+	var parts []string
+	if n := len(d.NoResult); n > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %d not paired, with no trial with a model result in %s or %s (%s)",
+			plural(n, "task"), n+c.Tasks, c.From, c.To, someIDs(d.NoResult)))
+	}
+	for _, z := range []struct {
+		n    int
+		what string
+	}{{d.ZeroContext, "context"}, {d.ZeroOutput, "output"}} {
+		if z.n > 0 {
+			parts = append(parts, fmt.Sprintf("%s of %d left out of the %s ratio, with 0 %s tokens in %s or %s",
+				plural(z.n, "pair"), c.Tasks, z.what, z.what, c.From, c.To))
+		}
+	}
+	return fmt.Sprintf("%s (%s → %s): %s.", c.Name, c.From, c.To, strings.Join(parts, "; "))
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func table(b *strings.Builder, head []string, n int) {
@@ -217,7 +339,16 @@ func accuracy(k, n int, iv Interval) string {
 	if n == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%d/%d = %.0f%% [%.0f, %.0f]", k, n, 100*iv.Est, 100*iv.Lo, 100*iv.Hi)
+	return fmt.Sprintf("%d/%d = %.0f%% [%s]", k, n, 100*iv.Est, bracket(iv.Tasks, "%.0f", 100*iv.Lo, 100*iv.Hi))
+}
+
+// bracket is an interval's bounds in format, "lo, hi", or noInterval over
+// fewer than two tasks.
+func bracket(tasks int, format string, lo, hi float64) string {
+	if tasks < 2 {
+		return noInterval
+	}
+	return fmt.Sprintf(format+", "+format, lo, hi)
 }
 
 func dist(d Dist, prec int) string {
@@ -225,26 +356,26 @@ func dist(d Dist, prec int) string {
 		return "–"
 	}
 	f := func(x float64) string { return fmt.Sprintf("%.*f", prec, x) }
-	return fmt.Sprintf("%s [%s, %s] (%s; %s–%s)", f(d.Mean), f(d.Lo), f(d.Hi), f(d.Median), f(d.Q1), f(d.Q3))
+	return fmt.Sprintf("%s [%s] (%s; %s–%s)", f(d.Mean), bracket(d.Tasks, fmt.Sprintf("%%.%df", prec), d.Lo, d.Hi), f(d.Median), f(d.Q1), f(d.Q3))
 }
 
 func wallSeconds(d Dist) string {
 	if d.N == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.2fs [%.2f, %.2f]", d.Mean/1000, d.Lo/1000, d.Hi/1000)
+	return fmt.Sprintf("%.2fs [%s]", d.Mean/1000, bracket(d.Tasks, "%.2f", d.Lo/1000, d.Hi/1000))
 }
 
 func ratio(iv Interval, n int) string {
-	if n == 0 || math.IsNaN(iv.Est) {
+	if n == 0 || iv.Tasks == 0 || math.IsNaN(iv.Est) {
 		return "–"
 	}
-	return fmt.Sprintf("%.3f [%.3f, %.3f]", iv.Est, iv.Lo, iv.Hi)
+	return fmt.Sprintf("%.3f [%s]", iv.Est, bracket(iv.Tasks, "%.3f", iv.Lo, iv.Hi))
 }
 
 func diff(iv Interval, n int) string {
 	if n == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%+.0f pp [%+.0f, %+.0f]", 100*iv.Est, 100*iv.Lo, 100*iv.Hi)
+	return fmt.Sprintf("%+.0f pp [%s]", 100*iv.Est, bracket(iv.Tasks, "%+.0f", 100*iv.Lo, 100*iv.Hi))
 }

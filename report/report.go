@@ -193,6 +193,11 @@ type RunInfo struct {
 	Keys       int      `json:"keys"`  // trials with a line
 	Lines      int      `json:"lines"` // lines in trials.jsonl, infra reruns included
 	Expected   int      `json:"expected"`
+	// MinDetectable is MinDetectableDiff of the run's tasks: an upper
+	// bound on the smallest accuracy difference between two of its
+	// conditions that the run can tell apart (a fraction; null with no
+	// task).
+	MinDetectable *float64 `json:"min_detectable_accuracy_diff"`
 }
 
 // Row is one (model, condition) of a run.
@@ -206,7 +211,7 @@ type Row struct {
 	Infra       int      `json:"infra"`
 	Graded      int      `json:"graded"`
 	Correct     int      `json:"correct"`
-	Accuracy    Interval `json:"accuracy"` // Wilson 95%
+	Accuracy    Interval `json:"accuracy"` // over tasks: TaskAccuracy
 	BudgetStops int      `json:"budget_stops"`
 	Sources     Sources  `json:"sources"`
 	Turns       Dist     `json:"turns"`
@@ -247,7 +252,28 @@ type Comparison struct {
 	Context   Interval `json:"context_ratio"`
 	Output    Interval `json:"output_ratio"`
 	Accuracy  Interval `json:"accuracy_diff"`
+	Dropped   Dropped  `json:"dropped"`
 	FromModel string   `json:"from_model,omitempty"` // two runs: the first run's model, when it differs
+	// MinDetectable is MinDetectableDiff(Tasks) (null with no task).
+	MinDetectable *float64 `json:"min_detectable_accuracy_diff"`
+}
+
+// Dropped is what a comparison left out, by why.
+type Dropped struct {
+	// NoResult are the tasks that could not be paired: From or To has no
+	// trial with a model result for them (every rep an infra failure, or
+	// not run yet). They are in none of the comparison's figures.
+	NoResult []string `json:"no_result"`
+	// ZeroContext and ZeroOutput count paired tasks left out of the
+	// context or output ratio: a side's mean was 0 tokens, and a ratio
+	// of nothing means nothing. They still count in the accuracy.
+	ZeroContext int `json:"zero_context"`
+	ZeroOutput  int `json:"zero_output"`
+}
+
+// Any says the comparison dropped something.
+func (d Dropped) Any() bool {
+	return len(d.NoResult)+d.ZeroContext+d.ZeroOutput > 0
 }
 
 // TaskRow is one task of a run: per condition (in Report.Rows' order),
@@ -372,6 +398,7 @@ func runInfo(r *Run) RunInfo {
 	}
 	ri.Conditions = conditionNames(r)
 	ri.Expected = len(ri.Models) * len(ri.Conditions) * ri.Tasks * ri.Reps
+	ri.MinDetectable = minDetectable(ri.Tasks)
 	switch s := r.Spec.Tasks; s.Kind {
 	case "builtin":
 		ri.TaskSource = fmt.Sprintf("built-in, tier %s, seed %d", s.Tier, s.Seed)
@@ -415,6 +442,7 @@ func buildRow(run int, r *Run, model, cond string, prices map[string]Price) Row 
 	row := Row{Run: run, Model: model, Condition: cond}
 	idx := taskIndex(r)
 	var groups []int
+	var correct []bool
 	var turns, ctx, out, cached, reasoning, wall []float64
 	price, priced := prices[model]
 	money := &Money{}
@@ -445,6 +473,7 @@ func buildRow(run int, r *Run, model, cond string, prices map[string]Price) Row 
 			row.Sources.None++
 		}
 		groups = append(groups, idx[t.Task])
+		correct = append(correct, t.Correct)
 		turns = append(turns, float64(t.Turns))
 		ctx = append(ctx, float64(t.ContextTokens))
 		out = append(out, float64(t.OutputTokens))
@@ -459,7 +488,6 @@ func buildRow(run int, r *Run, model, cond string, prices map[string]Price) Row 
 			money.CacheSavedUSD += float64(t.CachedTokens) * (price.Input - price.CachedInput) / 1e6
 		}
 	}
-	row.Accuracy = Wilson(row.Correct, row.Graded)
 	rng := NewRand(Seed)
 	row.Turns = Describe(turns, groups, rng, Resamples)
 	row.Context = Describe(ctx, groups, rng, Resamples)
@@ -467,6 +495,7 @@ func buildRow(run int, r *Run, model, cond string, prices map[string]Price) Row 
 	row.Cached = Describe(cached, groups, rng, Resamples)
 	row.Reasoning = Describe(reasoning, groups, rng, Resamples)
 	row.WallMS = Describe(wall, groups, rng, Resamples)
+	row.Accuracy = TaskAccuracy(correct, groups, rng, Resamples)
 	if priced && row.Graded > 0 {
 		money.MeanUSD = money.TotalUSD / float64(row.Graded)
 		row.Money = money
@@ -517,24 +546,39 @@ func taskMeans(r *Run, model, cond string) map[string]perTask {
 func compare(name string, a *Run, modelA, from string, b *Run, modelB, to string, tasks []string, rng *rand.Rand) Comparison {
 	ma, mb := taskMeans(a, modelA, from), taskMeans(b, modelB, to)
 	var ca, cb, oa, ob, aa, ab []float64
+	var dropped Dropped
 	for _, id := range tasks {
 		x, okA := ma[id]
 		y, okB := mb[id]
 		if !okA || !okB {
+			dropped.NoResult = append(dropped.NoResult, id)
 			continue
 		}
 		ca, cb = append(ca, x.context), append(cb, y.context)
 		oa, ob = append(oa, x.output), append(ob, y.output)
 		aa, ab = append(aa, x.accuracy), append(ab, y.accuracy)
 	}
-	c := Comparison{Name: name, Model: modelB, From: from, To: to, Tasks: len(ca)}
+	c := Comparison{Name: name, Model: modelB, From: from, To: to, Tasks: len(ca), MinDetectable: minDetectable(len(ca))}
 	if modelA != modelB {
 		c.FromModel = modelA
 	}
-	c.Context, _ = GeoMeanRatio(ca, cb, rng, Resamples)
-	c.Output, _ = GeoMeanRatio(oa, ob, rng, Resamples)
+	c.Context, dropped.ZeroContext = GeoMeanRatio(ca, cb, rng, Resamples)
+	c.Output, dropped.ZeroOutput = GeoMeanRatio(oa, ob, rng, Resamples)
 	c.Accuracy = MeanDiff(aa, ab, rng, Resamples)
+	if dropped.NoResult == nil {
+		dropped.NoResult = []string{}
+	}
+	c.Dropped = dropped
 	return c
+}
+
+// minDetectable is MinDetectableDiff(n), nil with no task.
+func minDetectable(n int) *float64 {
+	if n <= 0 {
+		return nil
+	}
+	d := MinDetectableDiff(n)
+	return &d
 }
 
 // taskIDs are the ids of r's task list, in its order.

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -23,25 +24,73 @@ const Z95 = 1.959964
 // given resamples <= 0.
 const DefaultResamples = 2000
 
+// Z80 is the standard normal quantile Φ⁻¹(0.80), for a test's 80% power,
+// rounded to seven significant digits.
+const Z80 = 0.8416212
+
 // Interval is an estimate with a 95% interval: Lo <= Est <= Hi in all but
 // pathological bootstrap samples.
+//
+// Tasks is the number of independent units the interval is over: tasks,
+// or pairs of tasks in a comparison. Below two there is nothing to
+// resample and no interval: Lo = Hi = Est, the pages print "n < 2" in its
+// place, and in JSON lo and hi are null.
 type Interval struct {
-	Est float64 `json:"est"`
-	Lo  float64 `json:"lo"`
-	Hi  float64 `json:"hi"`
+	Est   float64 `json:"est"`
+	Lo    float64 `json:"lo"`
+	Hi    float64 `json:"hi"`
+	Tasks int     `json:"tasks"`
+}
+
+// MarshalJSON writes lo and hi as null when the interval is over fewer
+// than two tasks (see Interval).
+func (iv Interval) MarshalJSON() ([]byte, error) {
+	lo, hi := bounds(iv.Lo, iv.Hi, iv.Tasks)
+	return json.Marshal(struct {
+		Est   float64  `json:"est"`
+		Lo    *float64 `json:"lo"`
+		Hi    *float64 `json:"hi"`
+		Tasks int      `json:"tasks"`
+	}{iv.Est, lo, hi, iv.Tasks})
+}
+
+// bounds are lo and hi for JSON: nil (null) over fewer than two tasks.
+func bounds(lo, hi float64, tasks int) (*float64, *float64) {
+	if tasks < 2 {
+		return nil, nil
+	}
+	return &lo, &hi
 }
 
 // Dist describes per-trial values of one (model, condition): their count,
 // mean with a bootstrap 95% interval over tasks, and median and quartiles
-// over trials.
+// over trials. Tasks is how many tasks the trials are of; as with an
+// Interval, below two there is no interval (lo and hi null in JSON).
 type Dist struct {
 	N      int     `json:"n"`
+	Tasks  int     `json:"tasks"`
 	Mean   float64 `json:"mean"`
 	Lo     float64 `json:"lo"`
 	Hi     float64 `json:"hi"`
 	Median float64 `json:"median"`
 	Q1     float64 `json:"q1"`
 	Q3     float64 `json:"q3"`
+}
+
+// MarshalJSON writes lo and hi as null when the trials are of fewer than
+// two tasks.
+func (d Dist) MarshalJSON() ([]byte, error) {
+	lo, hi := bounds(d.Lo, d.Hi, d.Tasks)
+	return json.Marshal(struct {
+		N      int      `json:"n"`
+		Tasks  int      `json:"tasks"`
+		Mean   float64  `json:"mean"`
+		Lo     *float64 `json:"lo"`
+		Hi     *float64 `json:"hi"`
+		Median float64  `json:"median"`
+		Q1     float64  `json:"q1"`
+		Q3     float64  `json:"q3"`
+	}{d.N, d.Tasks, d.Mean, lo, hi, d.Median, d.Q1, d.Q3})
 }
 
 // NewRand returns the generator the report's bootstraps draw from: a
@@ -58,6 +107,9 @@ func NewRand(seed uint64) *rand.Rand {
 // the bounds are clamped to [0, 1] (Lo is exactly 0 when k == 0 and Hi
 // exactly 1 when k == n).
 //
+// The n trials are taken as independent units, so Tasks is n: Wilson is
+// the interval of one trial per task (TaskAccuracy uses it so).
+//
 // With no trials (n == 0) nothing is known: Wilson returns Est 0, Lo 0,
 // Hi 1, the whole range, rather than NaN (which JSON cannot encode);
 // callers show n beside the interval. Wilson panics unless 0 <= k <= n.
@@ -68,20 +120,89 @@ func Wilson(k, n int) Interval {
 	if n == 0 {
 		return Interval{Est: 0, Lo: 0, Hi: 1}
 	}
-	nf := float64(n)
-	p := float64(k) / nf
+	p := float64(k) / float64(n)
+	lo, hi := wilson(p, float64(n))
+	return Interval{Est: p, Lo: lo, Hi: hi, Tasks: n}
+}
+
+// wilson is the Wilson score interval at z = Z95 of a proportion p
+// (0 <= p <= 1) observed over n > 0 units, n not necessarily whole,
+// clamped to [0, 1]: lo is exactly 0 when p is 0, hi exactly 1 when p is 1.
+func wilson(p, n float64) (lo, hi float64) {
 	z2 := Z95 * Z95
-	denom := 1 + z2/nf
-	centre := (p + z2/(2*nf)) / denom
-	half := Z95 / denom * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf))
-	iv := Interval{Est: p, Lo: max(0, centre-half), Hi: min(1, centre+half)}
-	if k == 0 {
-		iv.Lo = 0
+	denom := 1 + z2/n
+	centre := (p + z2/(2*n)) / denom
+	half := Z95 / denom * math.Sqrt(p*(1-p)/n+z2/(4*n*n))
+	lo, hi = max(0, centre-half), min(1, centre+half)
+	if p == 0 {
+		lo = 0
 	}
-	if k == n {
-		iv.Hi = 1
+	if p == 1 {
+		hi = 1
 	}
+	return lo, hi
+}
+
+// TaskAccuracy is the accuracy of one (model, condition): correct[i] is
+// trial i's grade and groups[i] its task (len(groups) must equal
+// len(correct)).
+//
+// Est is the share of correct trials, k/n. The 95% interval is over tasks,
+// not trials, since a task's reps are not independent (the same question,
+// and with greedy decoding often the same answer): ten reps of the same
+// answers must not narrow it. It is the wider, at each end, of two
+// intervals:
+//
+//   - the cluster bootstrap of Describe: tasks drawn with replacement, each
+//     with all its trials, the share correct of each draw, its 2.5% and
+//     97.5% points (resamples draws, <= 0 means DefaultResamples);
+//   - the Wilson interval of Est with n = the number of tasks, as if each
+//     task were one trial: the effective sample size when a task's reps
+//     all agree, the most they can be correlated.
+//
+// The bootstrap alone gives a zero-width interval when every task is all
+// right or all wrong, and is too narrow near 0 and 1 with few tasks (the
+// percentile bootstrap's known under-coverage); the Wilson bound keeps a
+// width there. The Wilson bound alone would miss the extra spread of tasks
+// with unequal numbers of trials (infra failures, an unfinished run),
+// which the bootstrap sees. Taking the wider makes the interval
+// conservative when reps disagree within tasks; the number of tasks, not
+// of reps, is what limits what a run can say.
+//
+// Repeating every trial of every task r times leaves the interval as it
+// was, to the bit (the bootstrap's draws and Est are the same ratios). Over
+// fewer than two tasks there is no interval: Lo = Hi = Est and Tasks says
+// so. With no trials it returns the zero Interval.
+func TaskAccuracy(correct []bool, groups []int, rng *rand.Rand, resamples int) Interval {
+	values := make([]float64, len(correct))
+	for i, c := range correct {
+		if c {
+			values[i] = 1
+		}
+	}
+	d := Describe(values, groups, rng, resamples)
+	iv := Interval{Est: d.Mean, Lo: d.Lo, Hi: d.Hi, Tasks: d.Tasks}
+	if d.Tasks < 2 {
+		return iv
+	}
+	lo, hi := wilson(d.Mean, float64(d.Tasks))
+	iv.Lo, iv.Hi = min(iv.Lo, lo), max(iv.Hi, hi)
 	return iv
+}
+
+// MinDetectableDiff is the smallest difference in accuracy between two
+// conditions that a two-sided test at the 5% level detects with 80% power
+// over n tasks: (Z95 + Z80) * sqrt(2 * 0.25 / n), about 1.98/sqrt(n). It
+// takes the worst case for the variance of a per-task accuracy (0.25, at
+// 50%) in each condition and no correlation between the conditions' per-task
+// results; conditions that fail the same tasks (as usual) tell smaller
+// differences apart, so this is an upper bound on the smallest detectable
+// difference, not a guess at it. With n <= 0 it returns +Inf.
+func MinDetectableDiff(n int) float64 {
+	if n <= 0 {
+		return math.Inf(1)
+	}
+	return (Z95 + Z80) * math.Sqrt(0.5/float64(n))
 }
 
 // Describe summarises per-trial values; groups[i] is the task of trial i
@@ -103,8 +224,9 @@ func Wilson(k, n int) Interval {
 // an even count the median is the lower of the two middle values (the
 // median of 1, 2, 3, 4 is 2).
 //
-// With no values Describe returns the zero Dist (N 0). Values must be
-// finite. Describe does not modify its arguments.
+// Tasks is the number of distinct groups. With no values Describe returns
+// the zero Dist (N 0). Values must be finite. Describe does not modify its
+// arguments.
 func Describe(values []float64, groups []int, rng *rand.Rand, resamples int) Dist {
 	if len(values) != len(groups) {
 		panic("report: Describe needs one group per value")
@@ -134,6 +256,7 @@ func Describe(values []float64, groups []int, rng *rand.Rand, resamples int) Dis
 		sums[c] += v
 		counts[c]++
 	}
+	d.Tasks = len(ids)
 	if len(ids) == 1 {
 		d.Lo, d.Hi = d.Mean, d.Mean
 		return d
@@ -181,7 +304,7 @@ func GeoMeanRatio(a, b []float64, rng *rand.Rand, resamples int) (Interval, int)
 		return Interval{}, skipped
 	}
 	iv := bootstrapMean(logs, rng, resamples)
-	return Interval{Est: math.Exp(iv.Est), Lo: math.Exp(iv.Lo), Hi: math.Exp(iv.Hi)}, skipped
+	return Interval{Est: math.Exp(iv.Est), Lo: math.Exp(iv.Lo), Hi: math.Exp(iv.Hi), Tasks: iv.Tasks}, skipped
 }
 
 // MeanDiff compares condition b with condition a task by task: a[i] and
@@ -207,12 +330,12 @@ func MeanDiff(a, b []float64, rng *rand.Rand, resamples int) Interval {
 }
 
 // bootstrapMean returns the mean of x (non-empty) with a percentile
-// bootstrap interval over its elements. Draws are averaged by stat.Mean
-// too, so a constant x gives Lo = Est = Hi exactly.
+// bootstrap interval over its elements (Tasks is len(x)). Draws are
+// averaged by stat.Mean too, so a constant x gives Lo = Est = Hi exactly.
 func bootstrapMean(x []float64, rng *rand.Rand, resamples int) Interval {
 	est := stat.Mean(x, nil)
 	if len(x) == 1 {
-		return Interval{Est: est, Lo: est, Hi: est}
+		return Interval{Est: est, Lo: est, Hi: est, Tasks: 1}
 	}
 	draws := make([]float64, resampleCount(resamples))
 	sample := make([]float64, len(x))
@@ -223,7 +346,7 @@ func bootstrapMean(x []float64, rng *rand.Rand, resamples int) Interval {
 		draws[r] = stat.Mean(sample, nil)
 	}
 	lo, hi := percentile95(draws)
-	return Interval{Est: est, Lo: lo, Hi: hi}
+	return Interval{Est: est, Lo: lo, Hi: hi, Tasks: len(x)}
 }
 
 // percentile95 sorts draws in place and returns their 2.5% and 97.5%

@@ -51,12 +51,12 @@ func TestWilson(t *testing.T) {
 		}
 	})
 
-	t.Run("no trials is the whole range and encodes as JSON", func(t *testing.T) {
+	t.Run("no trials is the whole range, and no interval in JSON", func(t *testing.T) {
 		got := Wilson(0, 0)
 		assert.Equal(t, Interval{Est: 0, Lo: 0, Hi: 1}, got)
 		b, err := json.Marshal(got)
 		require.NoError(t, err)
-		assert.JSONEq(t, `{"est":0,"lo":0,"hi":1}`, string(b))
+		assert.JSONEq(t, `{"est":0,"lo":null,"hi":null,"tasks":0}`, string(b))
 	})
 
 	t.Run("narrows as n grows", func(t *testing.T) {
@@ -117,7 +117,7 @@ func TestDescribeEdges(t *testing.T) {
 	t.Run("one task: the interval is the mean", func(t *testing.T) {
 		// rng is nil: with one task there is nothing to draw.
 		got := Describe([]float64{1, 2, 6}, []int{4, 4, 4}, nil, 0)
-		assert.Equal(t, Dist{N: 3, Mean: 3, Lo: 3, Hi: 3, Median: 2, Q1: 1, Q3: 6}, got)
+		assert.Equal(t, Dist{N: 3, Tasks: 1, Mean: 3, Lo: 3, Hi: 3, Median: 2, Q1: 1, Q3: 6}, got)
 	})
 
 	t.Run("length mismatch panics", func(t *testing.T) {
@@ -125,9 +125,9 @@ func TestDescribeEdges(t *testing.T) {
 	})
 
 	t.Run("JSON names", func(t *testing.T) {
-		b, err := json.Marshal(Dist{N: 2, Mean: 1, Lo: 0.5, Hi: 1.5, Median: 1, Q1: 0.5, Q3: 1.5})
+		b, err := json.Marshal(Dist{N: 2, Tasks: 2, Mean: 1, Lo: 0.5, Hi: 1.5, Median: 1, Q1: 0.5, Q3: 1.5})
 		require.NoError(t, err)
-		assert.JSONEq(t, `{"n":2,"mean":1,"lo":0.5,"hi":1.5,"median":1,"q1":0.5,"q3":1.5}`, string(b))
+		assert.JSONEq(t, `{"n":2,"tasks":2,"mean":1,"lo":0.5,"hi":1.5,"median":1,"q1":0.5,"q3":1.5}`, string(b))
 	})
 
 	t.Run("resamples <= 0 means DefaultResamples", func(t *testing.T) {
@@ -263,22 +263,22 @@ func TestMeanDiff(t *testing.T) {
 		a := []float64{0, 0.5, 0.25, 0.75}
 		b := []float64{0.25, 0.75, 0.5, 1}
 		got := MeanDiff(a, b, NewRand(1), 1000)
-		assert.Equal(t, Interval{Est: 0.25, Lo: 0.25, Hi: 0.25}, got)
+		assert.Equal(t, Interval{Est: 0.25, Lo: 0.25, Hi: 0.25, Tasks: 4}, got)
 	})
 
 	t.Run("differences 0 and 1", func(t *testing.T) {
 		// Draws of two tasks: 0 (1/4), 1 (1/4), 0.5 (1/2).
 		got := MeanDiff([]float64{1, 0}, []float64{1, 1}, NewRand(1), 2000)
-		assert.Equal(t, Interval{Est: 0.5, Lo: 0, Hi: 1}, got)
+		assert.Equal(t, Interval{Est: 0.5, Lo: 0, Hi: 1, Tasks: 2}, got)
 	})
 
 	t.Run("b worse than a is negative", func(t *testing.T) {
 		got := MeanDiff([]float64{1, 1, 1}, []float64{0, 0, 0}, NewRand(1), 100)
-		assert.Equal(t, Interval{Est: -1, Lo: -1, Hi: -1}, got)
+		assert.Equal(t, Interval{Est: -1, Lo: -1, Hi: -1, Tasks: 3}, got)
 	})
 
 	t.Run("one task", func(t *testing.T) {
-		assert.Equal(t, Interval{Est: 0.5, Lo: 0.5, Hi: 0.5},
+		assert.Equal(t, Interval{Est: 0.5, Lo: 0.5, Hi: 0.5, Tasks: 1},
 			MeanDiff([]float64{0.25}, []float64{0.75}, nil, 0))
 	})
 
