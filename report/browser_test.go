@@ -96,10 +96,10 @@ type pageLayout struct {
 	MinFont     float64 `json:"minFont"` // the smallest chart text, in CSS pixels on screen
 }
 
-// measure finds the chart's texts that fall outside its viewBox or overlap
-// one another, and the page's widths.
-const measure = `((width) => {
-  const svg = document.querySelector('svg.ladder');
+// measure finds the texts of a chart (the svg that sel selects) that fall
+// outside its viewBox or overlap one another, and the page's widths.
+const measure = `((width, sel) => {
+  const svg = document.querySelector(sel);
   const vb = svg.viewBox.baseVal;
   const texts = [...svg.querySelectorAll('text')];
   const clipped = [], overlaps = [];
@@ -178,6 +178,22 @@ func TestHTMLInChromium(t *testing.T) {
 		assert.Equal(t, want, counts, "%s: one bar per condition", series)
 	}
 	assert.Len(t, rep.Rows, len(runs[0].Spec.Conditions))
+	// And one point per condition in the accuracy–cost plot, with both
+	// error bars, laid out (a box of some size on the screen).
+	points, err := chromedp.Run(bctx, chromedp.Evaluate[map[string]int](`(() => {
+		const m = {};
+		for (const g of document.querySelectorAll('svg.acccost g.point')) {
+			const r = g.querySelector('circle.dot').getBoundingClientRect();
+			if (r.width > 4 && g.querySelectorAll('path.errbar').length == 2) m[g.dataset.condition] = (m[g.dataset.condition] || 0) + 1;
+		}
+		return m;
+	})()`))
+	require.NoError(t, err)
+	want := map[string]int{}
+	for _, c := range runs[0].Spec.Conditions {
+		want[c.Name] = 1
+	}
+	assert.Equal(t, want, points, "the accuracy–cost plot: one point per condition, with its error bars")
 
 	// A transcript is folded, and opens on a click on its summary: it
 	// grows by its content, which becomes visible.
@@ -234,16 +250,18 @@ func TestHTMLInChromium(t *testing.T) {
 				require.NoError(t, chromedp.Do(bctx, chromedp.Evaluate[chromedp.Void](
 					fmt.Sprintf(`document.querySelector('[id="t-%s"]').open = true`, id))))
 			}
-			l, err := chromedp.Run(bctx, chromedp.Evaluate[pageLayout](fmt.Sprintf("%s(%d)", measure, w.width)))
-			require.NoError(t, err)
-			assert.Equal(t, float64(w.width), l.Inner, "the layout is wider than the screen: %q", l.Wide)
-			assert.LessOrEqual(t, l.ScrollWidth, l.Inner, "the page scrolls sideways: %q", l.Wide)
-			assert.Empty(t, l.Wide, "out of the screen")
-			assert.LessOrEqual(t, l.SVGWidth, l.BoxWidth+0.5, "the chart is wider than its box")
-			assert.Empty(t, l.Clipped, "chart text outside the chart")
-			assert.Empty(t, l.Overlaps, "chart texts on top of each other")
-			assert.GreaterOrEqual(t, l.MinFont, 8.0, "the chart's smallest text is too small to read")
-			t.Logf("%s: chart %.0f px wide, its smallest text %.1f px", w.name, l.SVGWidth, l.MinFont)
+			for _, chart := range []string{"svg.ladder", "svg.acccost"} {
+				l, err := chromedp.Run(bctx, chromedp.Evaluate[pageLayout](fmt.Sprintf("%s(%d, %q)", measure, w.width, chart)))
+				require.NoError(t, err)
+				assert.Equal(t, float64(w.width), l.Inner, "the layout is wider than the screen: %q", l.Wide)
+				assert.LessOrEqual(t, l.ScrollWidth, l.Inner, "the page scrolls sideways: %q", l.Wide)
+				assert.Empty(t, l.Wide, "out of the screen")
+				assert.LessOrEqual(t, l.SVGWidth, l.BoxWidth+0.5, "%s is wider than its box", chart)
+				assert.Empty(t, l.Clipped, "%s: text outside the chart", chart)
+				assert.Empty(t, l.Overlaps, "%s: texts on top of each other", chart)
+				assert.GreaterOrEqual(t, l.MinFont, 8.0, "%s: the smallest text is too small to read", chart)
+				t.Logf("%s %s: %.0f px wide, its smallest text %.1f px", w.name, chart, l.SVGWidth, l.MinFont)
+			}
 
 			png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 			require.NoError(t, err)

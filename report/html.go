@@ -1098,8 +1098,7 @@ svg.ladder .panel-title{font-size:14px}
 svg.ladder .acc,svg.ladder .xlabel{font-size:16px}
 svg.ladder .acc-ci,svg.ladder .xlabel.sub{font-size:13px}
 svg.ladder .acc-label{font-size:12px}
-svg.acccost text{font-size:14.5px}
-svg.acccost .tick,svg.acccost .axis-title{font-size:14px}
+svg.acccost text,svg.acccost .tick,svg.acccost .axis-title{font-size:14px}
 }
 </style>
 </head>

@@ -11,7 +11,7 @@ package report
 //	    <path class="errbar errbar-x">   the bootstrap 95% interval of the mean context tokens
 //	    <path class="errbar errbar-y">   the accuracy's 95% interval over tasks
 //	    <circle class="dot">             the point, with a <title>
-//	    <text class="plabel">            its label
+//	    <text class="plabel">            its label (one for points on top of one another)
 //
 // An error bar is left out where its interval is over fewer than two tasks
 // (the point's title says n < 2). A row without a trial with a model
@@ -19,6 +19,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -46,23 +47,23 @@ type htmlPoint struct {
 	CX, CY           float64
 	XBar, YBar       string // the error bars' paths, "" for none
 	Title            string
-	Label            string
+	Label            string // "" for a point that another's label names
 	LX, LY           float64
 	Anchor           string // start, middle or end
 }
 
 // The plot's layout, in user units.
 const (
-	plotW       = 720.0
-	plotLeft    = 64.0
-	plotRight   = 24.0
+	plotW       = 560.0
+	plotLeft    = 56.0
+	plotRight   = 20.0
 	plotTop     = 20.0
-	plotH       = 300.0
+	plotH       = 260.0
 	plotDot     = 5.0
-	plotCap     = 4.0 // half an error bar's cap
-	plotFont    = 12.0
-	plotCharW   = 7.0 // an estimate of a label's character's width at plotFont
-	plotColours = 4   // classes m0…m3, by model
+	plotCap     = 4.0  // half an error bar's cap
+	plotFont    = 14.0 // a label's size on a phone (12 elsewhere), in user units
+	plotCharW   = 8.6  // an estimate of the width of a label's character (bold) at plotFont
+	plotColours = 4    // classes m0…m3, by model
 )
 
 // accCostChart lays out the accuracy–cost plot of rep's rows.
@@ -71,7 +72,7 @@ func accCostChart(rep *Report) htmlAccCost {
 	p.XTitleY = p.Bottom + 40
 	p.H = int(p.XTitleY + 12)
 	p.YTitleX, p.MidX, p.MidY = 16, (p.Left+p.Right)/2, (p.Top+p.Bottom)/2
-	p.MinWidth = int(0.66 * float64(p.W))
+	p.MinWidth = int(0.6 * float64(p.W))
 	p.MaxWidth = int(1.3 * float64(p.W))
 
 	xTop, xStep := niceScale(maxOf(rep.Rows, func(r Row) Dist { return r.Context }))
@@ -137,8 +138,27 @@ func accCostChart(rep *Report) htmlAccCost {
 		pt.Title = fmt.Sprintf("%s: accuracy %d/%d = %.0f%% [%s] over %s; context tokens per trial %.0f [%s]",
 			label, r.Correct, r.Graded, 100*r.Accuracy.Est, bracket(r.Accuracy.Tasks, "%.0f", 100*r.Accuracy.Lo, 100*r.Accuracy.Hi),
 			plural(r.Accuracy.Tasks, "task"), r.Context.Mean, bracket(r.Context.Tasks, "%.0f", r.Context.Lo, r.Context.Hi))
-		pt.LX, pt.LY, pt.Anchor, taken = placeLabel(pt.CX, pt.CY, label, taken, p)
 		p.Points = append(p.Points, pt)
+	}
+	// Points on top of one another (closer than a dot) share one label,
+	// their names joined, by the first of them: a label of its own each
+	// would land by another point.
+	labelled := make([]bool, len(p.Points))
+	for i := range p.Points {
+		if labelled[i] {
+			continue
+		}
+		names := []string{p.Points[i].Label}
+		for j := i + 1; j < len(p.Points); j++ {
+			if !labelled[j] && math.Abs(p.Points[j].CX-p.Points[i].CX) < plotDot && math.Abs(p.Points[j].CY-p.Points[i].CY) < plotDot {
+				names = append(names, p.Points[j].Label)
+				labelled[j] = true
+				p.Points[j].Label = ""
+			}
+		}
+		pt := &p.Points[i]
+		pt.Label = strings.Join(names, ", ")
+		pt.LX, pt.LY, pt.Anchor, taken = placeLabel(pt.CX, pt.CY, pt.Label, taken, p)
 	}
 	return p
 }
@@ -151,7 +171,7 @@ func (a box) overlaps(b box) bool {
 }
 
 // placeLabel puts a point's label in the first place around it (the four
-// corners, then farther up and down) where it covers no dot, error bar or
+// corners, then a line farther up or down) where it covers no dot, error bar or
 // other label and stays inside the plot's box; where there is none, at the
 // first. It returns the text's position and anchor, and taken with the
 // label's box added.
@@ -163,7 +183,7 @@ func placeLabel(cx, cy float64, label string, taken []box, p htmlAccCost) (x, y 
 		anchor string
 	}
 	var spots []spot
-	for _, dy := range []float64{0, 14, 28, 42} {
+	for _, dy := range []float64{0, plotFont} {
 		spots = append(spots,
 			spot{gap, -gap - dy, "start"}, spot{gap, gap + plotFont - 2 + dy, "start"},
 			spot{-gap, -gap - dy, "end"}, spot{-gap, gap + plotFont - 2 + dy, "end"})
@@ -223,7 +243,7 @@ const accCostSource = `{{define "acccost"}}<figure class="chart">
 {{- if .XBar}}<path class="errbar errbar-x" d="{{.XBar}}"></path>{{end}}
 {{- if .YBar}}<path class="errbar errbar-y" d="{{.YBar}}"></path>{{end}}
 <circle class="dot {{.Class}}" cx="{{f .CX}}" cy="{{f .CY}}" r="5"><title>{{.Title}}</title></circle>
-<text class="plabel" x="{{f .LX}}" y="{{f .LY}}" text-anchor="{{.Anchor}}">{{.Label}}</text>
+{{- if .Label}}<text class="plabel" x="{{f .LX}}" y="{{f .LY}}" text-anchor="{{.Anchor}}">{{.Label}}</text>{{end}}
 </g>
 {{- end}}
 </svg>
