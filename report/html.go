@@ -944,6 +944,7 @@ var htmlFuncs = template.FuncMap{
 		return strconv.Itoa(n) + " turns"
 	},
 	"ladderMethod": func() string { return ladderMethod },
+	"layersMethod": func() string { return layersMethod },
 	"power":        powerNote,
 	"fewestTasks":  fewestTasks,
 	"ladderPower":  ladderPower,
@@ -1195,7 +1196,7 @@ svg.acccost text,svg.acccost .tick,svg.acccost .axis-title{font-size:14px}
 {{if .Rep.Layers}}
 <section id="attribution">
 <h2>{{.Titles.Layers}}</h2>
-<p class="lede">Each layer is the later condition against the earlier one: the geometric mean over tasks of the per-task ratio of mean tokens [bootstrap 95% interval], and the paired difference in accuracy. A ratio below 1 is a saving.</p>
+<p class="lede">{{layersMethod}}</p>
 {{template "comparisons" (comparisons "layer" .Rep.Layers)}}
 </section>
 {{end}}

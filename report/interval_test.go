@@ -78,6 +78,10 @@ func TestAccuracyIntervalIgnoresRepeatedReps(t *testing.T) {
 		assert.Greater(t, a.Hi-a.Lo, 0.4, "%s: 10 tasks tell accuracy within ±20 pp at best", one.Rows[i].Condition)
 	}
 	assert.InDelta(t, 0.7, one.Rows[0].Accuracy.Est, 1e-15)
+	// The paired difference B - A too.
+	require.Len(t, one.Versus, 1)
+	assert.Equal(t, one.Versus[0].Accuracy, ten.Versus[0].Accuracy, "B vs A: the same accuracy difference")
+	assert.InDelta(t, 0.1, one.Versus[0].Accuracy.Est, 1e-15)
 
 	// And the rendered tables agree, apart from the counts of trials.
 	var m1, m10 bytes.Buffer
@@ -177,6 +181,79 @@ func TestTaskAccuracy(t *testing.T) {
 			assert.Equal(t, math.Min(boot.Lo, wlo), got.Lo)
 			assert.Equal(t, math.Max(boot.Hi, whi), got.Hi)
 		}
+	})
+}
+
+// pairedTable is Newcombe's 2×2 table of paired results as per-task
+// accuracies: both right, only b right, only a right, neither.
+func pairedTable(both, onlyB, onlyA, neither int) (a, b []float64) {
+	for _, c := range []struct {
+		n    int
+		x, y float64
+	}{{both, 1, 1}, {onlyB, 0, 1}, {onlyA, 1, 0}, {neither, 0, 0}} {
+		for range c.n {
+			a, b = append(a, c.x), append(b, c.y)
+		}
+	}
+	return a, b
+}
+
+func TestPairedAccuracyDiff(t *testing.T) {
+	// Newcombe's method 10 against an independent computation in Python
+	// of the 2×2 table's formulas, as R's contingencytables package has
+	// them (Newcombe_square_and_add_CI_paired_2x2). Newcombe's own example
+	// (36, 12, 2, 0) gives 0.0569 to 0.3404 in his paper (Statistics in
+	// Medicine 17:2635, 1998); (1, 1, 7, 12) and (59, 6, 16, 80) are the
+	// examples of that package.
+	for _, tc := range []struct {
+		table  [4]int
+		lo, hi float64
+	}{
+		{[4]int{36, 12, 2, 0}, 0.0569296, 0.3404276},
+		{[4]int{1, 1, 7, 12}, -0.5069202, -0.0255591},
+		{[4]int{59, 6, 16, 80}, -0.1186212, -0.0046251},
+		{[4]int{3, 0, 0, 0}, -0.5614970, 0.5614970},
+		{[4]int{6, 2, 1, 1}, -0.2646142, 0.4353856},
+		{[4]int{5, 0, 0, 5}, -0.1665932, 0.1665932}, // no discordant pair: phi's correction keeps a width
+	} {
+		a, b := pairedTable(tc.table[0], tc.table[1], tc.table[2], tc.table[3])
+		lo, hi := newcombePaired(a, b)
+		assert.InDelta(t, tc.lo, lo, 1e-6, "%v", tc.table)
+		assert.InDelta(t, tc.hi, hi, 1e-6, "%v", tc.table)
+		got := PairedAccuracyDiff(a, b, NewRand(1), 500)
+		boot := MeanDiff(a, b, NewRand(1), 500)
+		assert.Equal(t, boot.Est, got.Est)
+		assert.Equal(t, min(boot.Lo, lo), got.Lo, "%v", tc.table)
+		assert.Equal(t, max(boot.Hi, hi), got.Hi, "%v", tc.table)
+		assert.Equal(t, len(a), got.Tasks)
+	}
+
+	t.Run("the same in both keeps a width", func(t *testing.T) {
+		// The bootstrap of three tasks all right in both is [0, 0].
+		a, b := pairedTable(3, 0, 0, 0)
+		assert.Equal(t, Interval{Tasks: 3}, MeanDiff(a, b, NewRand(1), 500))
+		got := PairedAccuracyDiff(a, b, NewRand(1), 500)
+		assert.InDelta(t, -0.5615, got.Lo, 1e-4)
+		assert.InDelta(t, 0.5615, got.Hi, 1e-4)
+		a, b = pairedTable(30, 0, 0, 0)
+		got = PairedAccuracyDiff(a, b, NewRand(1), 500)
+		assert.InDelta(t, 0.114, got.Hi, 1e-3, "30 tasks: about ±11 pp")
+	})
+
+	t.Run("fractional accuracies", func(t *testing.T) {
+		a := []float64{0.5, 1, 0, 2.0 / 3, 1}
+		b := []float64{1, 1, 0.5, 2.0 / 3, 1}
+		got := PairedAccuracyDiff(a, b, NewRand(1), 500)
+		assert.InDelta(t, 0.2, got.Est, 1e-12)
+		assert.Less(t, got.Lo, 0.0)
+		assert.Greater(t, got.Hi, 0.4)
+		assert.GreaterOrEqual(t, got.Lo, -1.0)
+		assert.LessOrEqual(t, got.Hi, 1.0)
+	})
+
+	t.Run("one task, none", func(t *testing.T) {
+		assert.Equal(t, Interval{Est: 1, Lo: 1, Hi: 1, Tasks: 1}, PairedAccuracyDiff([]float64{0}, []float64{1}, nil, 0))
+		assert.Equal(t, Interval{}, PairedAccuracyDiff(nil, nil, nil, 0))
 	})
 }
 

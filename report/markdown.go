@@ -78,7 +78,7 @@ func Markdown(w io.Writer, rep *Report, runLinks ...string) error {
 	s := sectionTitles(rep)
 	if len(rep.Layers) > 0 {
 		b.WriteString("\n## " + s.Layers + "\n\n")
-		b.WriteString("Each layer is the later condition against the earlier one: the geometric mean over tasks of the per-task ratio of mean tokens [bootstrap 95% interval], and the paired difference in accuracy. A ratio below 1 is a saving.\n\n")
+		b.WriteString(layersMethod + "\n\n")
 		comparisons(&b, rep.Layers, "layer")
 	}
 	if len(rep.Versus) > 0 {
@@ -224,6 +224,11 @@ const (
 		"so repeated reps of the same answers do not narrow it and a row that is all right or all wrong keeps a width. " +
 		"Tokens and time: the mean [bootstrap 95% interval over tasks] (median; IQR). " +
 		"An interval over fewer than two tasks is shown as n < 2. Infrastructure failures are counted apart and left out of every other figure."
+	// layersMethod introduces the attribution (and holds for every
+	// comparison).
+	layersMethod = "Each layer is the later condition against the earlier one: the geometric mean over tasks of the per-task ratio of mean tokens [bootstrap 95% interval over tasks], " +
+		"and the paired difference in accuracy [95% interval: the wider at each end of a bootstrap over tasks and Newcombe's score interval for paired proportions with each task counted once, " +
+		"so tasks that come out the same in both conditions do not make a difference of zero certain]. A ratio below 1 is a saving; a pair that cannot be compared is dropped, and said so under the table."
 	// noInterval stands for an interval over fewer than two tasks.
 	noInterval = "n < 2"
 	// powerNoteTasks: a table over fewer tasks carries a power note.

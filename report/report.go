@@ -564,7 +564,7 @@ func compare(name string, a *Run, modelA, from string, b *Run, modelB, to string
 	}
 	c.Context, dropped.ZeroContext = GeoMeanRatio(ca, cb, rng, Resamples)
 	c.Output, dropped.ZeroOutput = GeoMeanRatio(oa, ob, rng, Resamples)
-	c.Accuracy = MeanDiff(aa, ab, rng, Resamples)
+	c.Accuracy = PairedAccuracyDiff(aa, ab, rng, Resamples)
 	if dropped.NoResult == nil {
 		dropped.NoResult = []string{}
 	}
