@@ -1,7 +1,7 @@
 // Package report turns a bench run directory into the research's table and
-// chart: per (model, condition) accuracy with a Wilson interval, cost with
-// bootstrap intervals over tasks, and the attribution of the cost gap layer
-// by layer, each layer paired by task. It reads only the run directory
+// charts: per (model, condition) accuracy and cost, each with a 95%
+// interval over tasks, and the attribution of the cost gap layer by layer,
+// each layer paired by task. It reads only the run directory
 // (run.json, trials.jsonl, trajectories/), so it works on a run made on
 // another machine.
 //
@@ -16,7 +16,29 @@
 // their own denominator, and left out of accuracy and of the means; a
 // budget stop is a model result (wrong) and is counted too. Per-task
 // figures are the mean over the task's reps; paired comparisons take the
-// tasks both conditions have a model result for.
+// tasks both conditions have a model result for, and name the tasks they
+// could not pair and the pairs a ratio left out (0 tokens: Dropped).
+//
+// # Intervals
+//
+// Every interval is over tasks, never over trials: a task's reps share a
+// question and, with greedy decoding, often an answer, so ten reps are not
+// ten observations, and repeating every rep leaves every interval as it
+// was. Tokens, turns and time: the mean with a cluster bootstrap (tasks
+// drawn with replacement, each with all its trials; Describe). Accuracy:
+// the share of correct trials, with the wider at each end of that
+// bootstrap and the Wilson interval counting each task once (TaskAccuracy),
+// so that a row all right or all wrong, where the bootstrap has no spread,
+// keeps the width its number of tasks leaves. The paired accuracy
+// difference: the mean per-task difference, with the wider of a bootstrap
+// over tasks and Newcombe's score interval for paired proportions over the
+// tasks (PairedAccuracyDiff), for the same reason. An interval over fewer
+// than two tasks is no interval: the pages print "n < 2" and JSON has lo
+// and hi null (Interval.Tasks, Dist.Tasks). A table over fewer than 100
+// tasks carries a power note: the smallest accuracy difference a two-sided
+// test at 5% detects with 80% power, 1.98/sqrt(n) for two conditions near
+// 50% that fail tasks independently (MinDetectableDiff), an upper bound
+// where conditions fail the same tasks.
 //
 // # The attribution
 //
@@ -29,5 +51,6 @@
 // with a note.
 //
 // Non-goals: statistics across runs beyond the paired comparison of two,
-// significance tests, money in the log (prices come only from --prices).
+// significance tests (the power note says what a table can tell apart, and
+// tests nothing), money in the log (prices come only from --prices).
 package report

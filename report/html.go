@@ -14,20 +14,24 @@ package report
 //     (the same helpers' precisions; html_test.go checks the text against
 //     them), with the intervals in a quieter colour;
 //  3. the ladder chart (ladderChart): per row of the ladder, the accuracy
-//     with its Wilson interval at the top, one bar of mean context tokens
+//     with its interval over tasks at the top, one bar of mean context tokens
 //     in the upper panel and one of mean output tokens in the lower panel,
 //     each panel on its own scale, each bar with the bootstrap 95% interval
 //     as a whisker. Every bar is a
 //     <rect class="bar bar-context"> or "bar bar-output" with data-run,
 //     data-model and data-condition, so that tests (and readers' tools)
 //     can find them;
-//  4. the attribution, every condition against the baseline, and the second
+//  4. the accuracy–cost plot (accCostChart, plot.go): a point per row of
+//     the ladder, x its mean context tokens, y its accuracy, each with its
+//     interval as an error bar;
+//  5. the attribution, every condition against the baseline, and the second
 //     run against the first, when the report has them (with two runs, the
-//     first two are of the first run only, and their titles say so);
-//  5. the per-task table of each run: correct of the reps, mean turns,
+//     first two are of the first run only, and their titles say so), each
+//     table followed by the pairs it dropped and its power note;
+//  6. the per-task table of each run: correct of the reps, mean turns,
 //     mean context tokens, and a link per rep to its transcript;
-//  6. the notes;
-//  7. the transcripts, grouped by task: a <details id="t-NAME"> per trial,
+//  7. the notes;
+//  8. the transcripts, grouped by task: a <details id="t-NAME"> per trial,
 //     NAME its trajectory file's name without ".jsonl" ("t-2~NAME" for the
 //     second run's), folded, its summary line the task, condition, rep,
 //     verdict, turns and tokens, and a link to the trial's notebook when
