@@ -525,3 +525,11 @@ func TestHTMLAccuracyCostPlotManyRows(t *testing.T) {
 }
 
 func slicesClone(ts []bench.Trial) []bench.Trial { return append([]bench.Trial(nil), ts...) }
+
+func TestClusterLabel(t *testing.T) {
+	pt := func(run int, model, cond string) htmlPoint { return htmlPoint{Run: run, Model: model, Condition: cond} }
+	assert.Equal(t, "B, B0", clusterLabel([]htmlPoint{pt(1, "m", "B"), pt(1, "m", "B0")}, false, false))
+	assert.Equal(t, "B, B0 (run 1, run 2)", clusterLabel([]htmlPoint{pt(1, "m", "B"), pt(1, "m", "B0"), pt(2, "m", "B"), pt(2, "m", "B0")}, false, true))
+	assert.Equal(t, "run 1 m B, C; run 2 m B", clusterLabel([]htmlPoint{pt(1, "m", "B"), pt(1, "m", "C"), pt(2, "m", "B")}, true, true))
+	assert.Equal(t, "D (m, m2)", clusterLabel([]htmlPoint{pt(1, "m", "D"), pt(1, "m2", "D")}, true, false))
+}

@@ -20,6 +20,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -148,16 +149,18 @@ func accCostChart(rep *Report) htmlAccCost {
 		if labelled[i] {
 			continue
 		}
-		names := []string{p.Points[i].Label}
+		cluster := []htmlPoint{p.Points[i]}
 		for j := i + 1; j < len(p.Points); j++ {
 			if !labelled[j] && math.Abs(p.Points[j].CX-p.Points[i].CX) < plotDot && math.Abs(p.Points[j].CY-p.Points[i].CY) < plotDot {
-				names = append(names, p.Points[j].Label)
+				cluster = append(cluster, p.Points[j])
 				labelled[j] = true
 				p.Points[j].Label = ""
 			}
 		}
 		pt := &p.Points[i]
-		pt.Label = strings.Join(names, ", ")
+		if len(cluster) > 1 {
+			pt.Label = clusterLabel(cluster, len(models) > 1, len(rep.Runs) > 1)
+		}
 		pt.LX, pt.LY, pt.Anchor, taken = placeLabel(pt.CX, pt.CY, pt.Label, taken, p)
 	}
 	return p
@@ -171,10 +174,10 @@ func (a box) overlaps(b box) bool {
 }
 
 // placeLabel puts a point's label in the first place around it (the four
-// corners, then a line farther up or down) where it covers no dot, error bar or
-// other label and stays inside the plot's box; where there is none, at the
-// first. It returns the text's position and anchor, and taken with the
-// label's box added.
+// corners, then one and two lines farther up or down) where it covers no
+// dot, error bar or other label and stays inside the plot's box; where
+// there is none, in the place where it covers the least. It returns the
+// text's position and anchor, and taken with the label's box added.
 func placeLabel(cx, cy float64, label string, taken []box, p htmlAccCost) (x, y float64, anchor string, _ []box) {
 	w := plotCharW*float64(len([]rune(label))) + 2
 	const gap = 7.0
@@ -183,7 +186,7 @@ func placeLabel(cx, cy float64, label string, taken []box, p htmlAccCost) (x, y 
 		anchor string
 	}
 	var spots []spot
-	for _, dy := range []float64{0, plotFont} {
+	for _, dy := range []float64{0, plotFont, 2 * plotFont} {
 		spots = append(spots,
 			spot{gap, -gap - dy, "start"}, spot{gap, gap + plotFont - 2 + dy, "start"},
 			spot{-gap, -gap - dy, "end"}, spot{-gap, gap + plotFont - 2 + dy, "end"})
@@ -197,25 +200,66 @@ func placeLabel(cx, cy float64, label string, taken []box, p htmlAccCost) (x, y 
 		by := cy + s.dy
 		return box{x0, by - plotFont + 2, x0 + w, by + 3}
 	}
-	choice := spots[0]
+	choice, least := spots[0], math.Inf(1)
 	for _, s := range spots {
 		b := boxOf(s)
-		if b.x0 < bounds.x0 || b.x1 > bounds.x1 || b.y0 < bounds.y0 || b.y1 > bounds.y1 {
-			continue
-		}
-		free := true
+		// What it covers, and (far worse) what of it falls outside.
+		cost := 100 * (b.area() - b.intersect(bounds))
 		for _, t := range taken {
-			if b.overlaps(t) {
-				free = false
-				break
-			}
+			cost += b.intersect(t)
 		}
-		if free {
-			choice = s
+		if cost < least {
+			choice, least = s, cost
+		}
+		if cost == 0 {
 			break
 		}
 	}
 	return cx + choice.dx, cy + choice.dy, choice.anchor, append(taken, boxOf(choice))
+}
+
+func (a box) area() float64 { return (a.x1 - a.x0) * (a.y1 - a.y0) }
+
+// intersect is the area a and b share.
+func (a box) intersect(b box) float64 {
+	return max(0, min(a.x1, b.x1)-max(a.x0, b.x0)) * max(0, min(a.y1, b.y1)-max(a.y0, b.y0))
+}
+
+// clusterLabel names the rows of points on top of one another, shortly:
+// "B, B0"; "B, B0 (run 1, run 2)" when each run (or model) has the same
+// conditions there; else "run 1 B, B0; run 2 C".
+func clusterLabel(pts []htmlPoint, models, runs bool) string {
+	var prefixes []string
+	conds := map[string][]string{}
+	for _, pt := range pts {
+		var pre []string
+		if runs {
+			pre = append(pre, fmt.Sprintf("run %d", pt.Run))
+		}
+		if models {
+			pre = append(pre, pt.Model)
+		}
+		k := strings.Join(pre, " ")
+		if _, ok := conds[k]; !ok {
+			prefixes = append(prefixes, k)
+		}
+		conds[k] = append(conds[k], pt.Condition)
+	}
+	same := true
+	for _, k := range prefixes {
+		same = same && slices.Equal(conds[k], conds[prefixes[0]])
+	}
+	switch {
+	case len(prefixes) == 1 && prefixes[0] == "":
+		return strings.Join(conds[""], ", ")
+	case same && len(prefixes) > 1:
+		return strings.Join(conds[prefixes[0]], ", ") + " (" + strings.Join(prefixes, ", ") + ")"
+	}
+	var parts []string
+	for _, k := range prefixes {
+		parts = append(parts, k+" "+strings.Join(conds[k], ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // missingText is the caption's note on rows without a point.
