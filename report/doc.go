@@ -26,10 +26,11 @@
 // ten observations, and repeating every rep leaves every interval as it
 // was. Tokens, turns and time: the mean with a cluster bootstrap (tasks
 // drawn with replacement, each with all its trials; Describe). Accuracy:
-// the share of correct trials, with the wider at each end of that
-// bootstrap and the Wilson interval counting each task once (TaskAccuracy),
-// so that a row all right or all wrong, where the bootstrap has no spread,
-// keeps the width its number of tasks leaves. The paired accuracy
+// the share of correct trials, with the Wilson interval at the effective
+// number of independent trials that bootstrap's variance gives, never more
+// than the number of tasks (TaskAccuracy), so that a row all right or all
+// wrong, where the bootstrap has no spread, keeps the width its number of
+// tasks leaves. The paired accuracy
 // difference: the mean per-task difference, with the wider of a bootstrap
 // over tasks and Newcombe's score interval for paired proportions over the
 // tasks (PairedAccuracyDiff), for the same reason. An interval over fewer

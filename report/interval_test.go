@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/datasets"
@@ -142,32 +143,55 @@ func TestTaskAccuracy(t *testing.T) {
 		assert.Equal(t, Interval{}, TaskAccuracy(nil, nil, nil, 0))
 	})
 
-	t.Run("unequal tasks: the bootstrap is the wider", func(t *testing.T) {
+	t.Run("7 of 10 tasks: inside (0, 1), about Wilson over the tasks", func(t *testing.T) {
+		// The bootstrap's percentiles are [0.4, 1.0] here (all ten draws
+		// right has probability 0.7^10 = 2.8%); 1 is impossible once a task
+		// failed.
+		correct := append(all(7, true), all(3, false)...)
+		g := groups(10, 1)
+		draws, _ := taskDraws([]float64{1, 1, 1, 1, 1, 1, 1, 0, 0, 0}, g, NewRand(1), 2000)
+		lo, hi := percentile95(draws)
+		assert.Equal(t, [2]float64{0.4, 1}, [2]float64{lo, hi}, "the percentiles")
+		got := TaskAccuracy(correct, g, NewRand(1), 2000)
+		assert.Less(t, got.Hi, 0.92)
+		w := Wilson(7, 10)
+		assert.InDelta(t, w.Lo, got.Lo, 0.02)
+		assert.InDelta(t, w.Hi, got.Hi, 0.02)
+	})
+
+	t.Run("unequal tasks: wider than Wilson over the tasks", func(t *testing.T) {
 		// Task 0 has ten right trials, tasks 1…9 one wrong trial each:
-		// Est = 10/19. A draw without task 0 (probability 0.9^10 = 35%) is
-		// 0, so the bootstrap's low end is 0, below Wilson's over ten
-		// tasks (about 0.24).
+		// Est = 10/19, and a draw swings with how often task 0 is drawn, far
+		// more than ten one-trial tasks would: n* is about 2.6.
 		correct := append(all(10, true), all(9, false)...)
 		g := append(make([]int, 10), 1, 2, 3, 4, 5, 6, 7, 8, 9)
 		got := TaskAccuracy(correct, g, NewRand(1), 2000)
 		assert.InDelta(t, 10.0/19, got.Est, 1e-15)
-		assert.Equal(t, 0.0, got.Lo)
-		w := Wilson(10, 19)
-		lo, _ := wilson(10.0/19, 10)
-		assert.Greater(t, lo, 0.2)
-		assert.Greater(t, got.Hi, w.Hi-0.2)
+		vals := make([]float64, 19)
+		for i := range 10 {
+			vals[i] = 1
+		}
+		draws, tasks := taskDraws(vals, g, NewRand(1), 2000)
+		n := EffectiveTasks(got.Est, draws, tasks)
+		assert.InDelta(t, 2.6, n, 0.3)
+		wlo, whi := wilson(got.Est, 10)
+		assert.Less(t, got.Lo, wlo-0.05)
+		assert.Greater(t, got.Hi, whi+0.03)
 	})
 
-	t.Run("never narrower than the bootstrap or the Wilson bound", func(t *testing.T) {
+	t.Run("Wilson at n*, never narrower than Wilson over the tasks", func(t *testing.T) {
 		src := NewRand(3)
 		for range 20 {
-			tasks, reps := 2+src.IntN(30), 1+src.IntN(5)
+			tasks := 2 + src.IntN(30)
 			p := src.Float64()
-			correct := make([]bool, tasks*reps)
-			for i := range correct {
-				correct[i] = src.Float64() < p
+			var correct []bool
+			var g []int
+			for task := range tasks {
+				for range 1 + src.IntN(5) { // unequal reps
+					correct = append(correct, src.Float64() < p)
+					g = append(g, task)
+				}
 			}
-			g := groups(tasks, reps)
 			got := TaskAccuracy(correct, g, NewRand(9), 300)
 			vals := make([]float64, len(correct))
 			for i, c := range correct {
@@ -175,12 +199,19 @@ func TestTaskAccuracy(t *testing.T) {
 					vals[i] = 1
 				}
 			}
-			boot := Describe(vals, g, NewRand(9), 300)
-			wlo, whi := wilson(boot.Mean, float64(tasks))
-			assert.Equal(t, boot.Mean, got.Est)
-			assert.Equal(t, math.Min(boot.Lo, wlo), got.Lo)
-			assert.Equal(t, math.Max(boot.Hi, whi), got.Hi)
+			draws, n := taskDraws(vals, g, NewRand(9), 300)
+			require.Equal(t, tasks, n)
+			est := stat.Mean(vals, nil)
+			lo, hi := wilson(est, EffectiveTasks(est, draws, tasks))
+			assert.Equal(t, Interval{Est: est, Lo: lo, Hi: hi, Tasks: tasks}, got)
+			wlo, whi := wilson(est, float64(tasks))
+			assert.LessOrEqual(t, got.Lo, wlo+1e-12)
+			assert.GreaterOrEqual(t, got.Hi, whi-1e-12)
 		}
+	})
+
+	t.Run("length mismatch panics", func(t *testing.T) {
+		assert.Panics(t, func() { TaskAccuracy([]bool{true}, nil, NewRand(1), 10) })
 	})
 }
 

@@ -220,7 +220,7 @@ func comparisons(b *strings.Builder, cs []Comparison, first string) {
 const (
 	// ladderMethod introduces the ladder.
 	ladderMethod = "Accuracy is the share of correct trials among those with a model result, with a 95% interval over tasks, not trials (a task's reps are not independent): " +
-		"the wider at each end of a cluster bootstrap (tasks drawn with replacement, each with all its reps) and a Wilson interval that counts each task once, " +
+		"a Wilson interval at the effective number of independent trials, p(1−p) over the variance of a bootstrap that draws tasks with all their reps, and never more than the number of tasks, " +
 		"so repeated reps of the same answers do not narrow it and a row that is all right or all wrong keeps a width. " +
 		"Tokens and time: the mean [bootstrap 95% interval over tasks] (median; IQR). " +
 		"An interval over fewer than two tasks is shown as n < 2. Infrastructure failures are counted apart and left out of every other figure."

@@ -150,44 +150,66 @@ func wilson(p, n float64) (lo, hi float64) {
 // Est is the share of correct trials, k/n. The 95% interval is over tasks,
 // not trials, since a task's reps are not independent (the same question,
 // and with greedy decoding often the same answer): ten reps of the same
-// answers must not narrow it. It is the wider, at each end, of two
-// intervals:
+// answers must not narrow it. It is the Wilson interval of Est at an
+// effective number of independent trials n* (Kish's design effect, as
+// survey statistics uses it for clustered samples: Korn and Graubard 1998,
+// Dean and Pagano 2015):
 //
-//   - the cluster bootstrap of Describe: tasks drawn with replacement, each
-//     with all its trials, the share correct of each draw, its 2.5% and
-//     97.5% points (resamples draws, <= 0 means DefaultResamples);
-//   - the Wilson interval of Est with n = the number of tasks, as if each
-//     task were one trial: the effective sample size when a task's reps
-//     all agree, the most they can be correlated.
+//	n* = min(tasks, Est(1-Est) / V)
 //
-// The bootstrap alone gives a zero-width interval when every task is all
-// right or all wrong, and is too narrow near 0 and 1 with few tasks (the
-// percentile bootstrap's known under-coverage); the Wilson bound keeps a
-// width there. The Wilson bound alone would miss the extra spread of tasks
-// with unequal numbers of trials (infra failures, an unfinished run),
-// which the bootstrap sees. Taking the wider makes the interval
-// conservative when reps disagree within tasks; the number of tasks, not
-// of reps, is what limits what a run can say.
+// where V is the variance of the cluster bootstrap's draws (taskDraws:
+// tasks drawn with replacement, each with all its trials, resamples draws,
+// <= 0 means DefaultResamples), the variance of Est over tasks. n* is at
+// most the number of tasks, the effective sample size when a task's reps
+// all agree (the most they can be correlated): reps never count for more.
+// It is less when the tasks' shares spread more than one trial per task
+// would (tasks with unequal numbers of trials: infra failures, an
+// unfinished run). When every task is all right or all wrong, or all
+// tasks alike (V = 0), n* is the number of tasks.
+//
+// Why not the bootstrap's percentiles, as for tokens: they are [1, 1] when
+// every task is all right, which overstates certainty, and with few tasks
+// they are coarse (7 of 10 tasks right gives [0.4, 1.0]: 1 is impossible
+// once a task failed). The Wilson form keeps a width at 0 and 1, stays
+// inside (0, 1) when there are failures and successes, and is the interval
+// over tasks of one trial each.
 //
 // Repeating every trial of every task r times leaves the interval as it
-// was, to the bit (the bootstrap's draws and Est are the same ratios). Over
-// fewer than two tasks there is no interval: Lo = Hi = Est and Tasks says
-// so. With no trials it returns the zero Interval.
+// was, to the bit (the same draws, the same Est). Over fewer than two
+// tasks there is no interval: Lo = Hi = Est and Tasks says so. With no
+// trials it returns the zero Interval.
 func TaskAccuracy(correct []bool, groups []int, rng *rand.Rand, resamples int) Interval {
+	if len(correct) != len(groups) {
+		panic("report: TaskAccuracy needs one group per trial")
+	}
+	if len(correct) == 0 {
+		return Interval{}
+	}
 	values := make([]float64, len(correct))
 	for i, c := range correct {
 		if c {
 			values[i] = 1
 		}
 	}
-	d := Describe(values, groups, rng, resamples)
-	iv := Interval{Est: d.Mean, Lo: d.Lo, Hi: d.Hi, Tasks: d.Tasks}
-	if d.Tasks < 2 {
+	p := stat.Mean(values, nil)
+	draws, tasks := taskDraws(values, groups, rng, resamples)
+	iv := Interval{Est: p, Lo: p, Hi: p, Tasks: tasks}
+	if draws == nil {
 		return iv
 	}
-	lo, hi := wilson(d.Mean, float64(d.Tasks))
-	iv.Lo, iv.Hi = min(iv.Lo, lo), max(iv.Hi, hi)
+	iv.Lo, iv.Hi = wilson(p, EffectiveTasks(p, draws, tasks))
 	return iv
+}
+
+// EffectiveTasks is n* of TaskAccuracy: min(tasks, p(1-p)/V) with V the
+// variance of the bootstrap draws, or tasks when V or p(1-p) is 0.
+func EffectiveTasks(p float64, draws []float64, tasks int) float64 {
+	n := float64(tasks)
+	v := stat.Variance(draws, nil)
+	if v <= 0 || p <= 0 || p >= 1 {
+		return n
+	}
+	return min(n, p*(1-p)/v)
 }
 
 // MinDetectableDiff is the smallest difference in accuracy between two
@@ -243,7 +265,26 @@ func Describe(values []float64, groups []int, rng *rand.Rand, resamples int) Dis
 		Q1:     stat.Quantile(0.25, stat.Empirical, sorted, nil),
 		Q3:     stat.Quantile(0.75, stat.Empirical, sorted, nil),
 	}
+	var draws []float64
+	draws, d.Tasks = taskDraws(values, groups, rng, resamples)
+	if draws == nil {
+		d.Lo, d.Hi = d.Mean, d.Mean
+		return d
+	}
+	d.Lo, d.Hi = percentile95(draws)
+	return d
+}
 
+// taskDraws is the bootstrap over tasks, the one place that resamples
+// trials: each of the resamples draws (<= 0 means DefaultResamples) picks
+// as many tasks as there are (groups' distinct values), with replacement,
+// and is the mean of all the trials of the drawn tasks. It returns the
+// draws and the number of tasks; with fewer than two tasks there is
+// nothing to resample, no draws (nil), and rng is not used. A draw is a
+// ratio of sums, so repeating every trial r times gives the same draws to
+// the bit when the values are whole numbers (r·sum / r·count is the same
+// rational as sum / count, rounded once).
+func taskDraws(values []float64, groups []int, rng *rand.Rand, resamples int) ([]float64, int) {
 	// One cluster per task, in increasing task order so that the draws
 	// do not depend on map iteration.
 	ids := slices.Clone(groups)
@@ -256,12 +297,9 @@ func Describe(values []float64, groups []int, rng *rand.Rand, resamples int) Dis
 		sums[c] += v
 		counts[c]++
 	}
-	d.Tasks = len(ids)
-	if len(ids) == 1 {
-		d.Lo, d.Hi = d.Mean, d.Mean
-		return d
+	if len(ids) < 2 {
+		return nil, len(ids)
 	}
-
 	draws := make([]float64, resampleCount(resamples))
 	for r := range draws {
 		var sum, count float64
@@ -272,8 +310,7 @@ func Describe(values []float64, groups []int, rng *rand.Rand, resamples int) Dis
 		}
 		draws[r] = sum / count
 	}
-	d.Lo, d.Hi = percentile95(draws)
-	return d
+	return draws, len(ids)
 }
 
 // GeoMeanRatio compares condition b with condition a task by task: a[i] and

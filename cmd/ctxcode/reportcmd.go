@@ -19,11 +19,12 @@ const reportUsage = `Usage:
 
 Reads a run directory written by "ctxcode bench" (nothing else: it works on
 a run from another machine) and writes the ladder: per model and condition,
-accuracy with a 95% interval over tasks (the wider of a bootstrap over
-tasks and a Wilson interval counting each task once), turns, context,
-output, cached and reasoning tokens and wall time (mean with a bootstrap
-95% interval over tasks, median, IQR), infrastructure failures and budget
-stops counted apart; an interval over fewer than two tasks is "n < 2"; the attribution of the cost gap layer by layer, paired by task
+accuracy with a 95% interval over tasks (Wilson at the effective number
+of tasks a bootstrap over tasks measures), turns, context, output, cached
+and reasoning tokens and wall time (mean with a bootstrap 95% interval
+over tasks, median, IQR), infrastructure failures and budget stops
+counted apart, an interval over fewer than two tasks shown as "n < 2"; the
+attribution of the cost gap layer by layer, paired by task
 (representation B0/A, working habits B/B0, protocol D/B, loop C/D: geometric
 means of per-task ratios, and the accuracy difference); every condition
 against --baseline (default A); and a table per task linking each trial's
