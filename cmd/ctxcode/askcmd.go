@@ -733,12 +733,10 @@ func printSummary(w io.Writer, results []askResult, asJSON bool) error {
 		x.WallMS += float64(r.res.Wall.Milliseconds())
 		x.Estimated = x.Estimated || r.res.Usage.Estimated
 	}
-	failed := false
 	for _, x := range rows {
 		n := float64(x.Tasks)
 		x.Accuracy = float64(x.Correct) / n
 		x.Turns, x.ContextTokens, x.OutputTokens, x.CachedTokens, x.WallMS = x.Turns/n, x.ContextTokens/n, x.OutputTokens/n, x.CachedTokens/n, x.WallMS/n
-		failed = failed || x.Correct < x.Tasks
 	}
 	if asJSON {
 		enc := json.NewEncoder(w)
@@ -769,8 +767,5 @@ func printSummary(w io.Writer, results []askResult, asJSON bool) error {
 			fmt.Fprintln(w, "(means per task; token counts estimated by the tokenizer where the model reported none)")
 		}
 	}
-	if failed {
-		return &noAnswerError{msg: "not every task was answered correctly"}
-	}
-	return nil
+	return nil // wrong answers are the run's result, not a failure of it
 }

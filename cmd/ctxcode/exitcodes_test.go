@@ -340,3 +340,45 @@ func TestClosedStdoutCleansUp(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, left, "the kernel's folder is removed")
 }
+
+// TestWrongAnswersExitZero: a run that finished is a success, whatever its
+// answers: ask with a wrong answer (one task, and --task all), bench whose
+// trials are all wrong, and the report of that run all exit 0. Exit 3 is
+// for no answer within the budget only.
+func TestWrongAnswersExitZero(t *testing.T) {
+	requirePython(t)
+	data := pmData(t)
+	tasks := builtinTasks(t, data)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	wrong := func() llmtest.Reply { return llmtest.Text("ANSWER(-1)", 700, 5) }
+
+	t.Run("ask one task", func(t *testing.T) {
+		srv := llmtest.NewServer(t, wrong())
+		got := runCLI(t, "", "ask", "--task", "s-t1-1", "--model", "m", "--base-url", srv.URL, "--data", data, "--sandbox", "local")
+		assert.Equal(t, exitOK, got.code, got.stderr)
+		assert.Contains(t, got.stdout, "wrong (task s-t1-1)")
+	})
+	t.Run("ask every task", func(t *testing.T) {
+		scripts := map[string][]llmtest.Reply{}
+		for _, task := range tasks {
+			scripts[task.Question] = []llmtest.Reply{wrong()}
+		}
+		api := newTaskAPI(t, scripts)
+		got := runCLI(t, "", "ask", "--task", "all", "--condition", "D", "--model", "m", "--base-url", api.URL, "--data", data, "--sandbox", "local")
+		assert.Equal(t, exitOK, got.code, got.stderr)
+		assert.Regexp(t, `D\s+0/24\s+0%`, got.stdout)
+	})
+	t.Run("bench and report", func(t *testing.T) {
+		api := newTaskAPI(t, map[string][]llmtest.Reply{
+			tasks["s-t1-1"].Question: {wrong()},
+			tasks["s-t4-1"].Question: {wrong()},
+		})
+		out := filepath.Join(t.TempDir(), "run")
+		got := runCLI(t, "", "bench", "--model", "m", "--base-url", api.URL, "--data", data, "--conditions", "D",
+			"--task", "s-t1-1,s-t4-1", "--sandbox", "local", "--out", out)
+		assert.Equal(t, exitOK, got.code, got.stderr)
+		assert.Regexp(t, `(?m)^D\s+0/2\s+0%`, got.stdout)
+		got = runCLI(t, "", "report", out)
+		assert.Equal(t, exitOK, got.code, got.stderr)
+	})
+}
