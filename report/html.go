@@ -1107,6 +1107,8 @@ svg.ladder .acc-label{font-size:12px}
 {{- end}}
 </tbody></table></div>
 {{if .Estimated}}<p class="muted">Token counts are estimated by the tokenizer where the model reported none.</p>{{end}}
+{{- range .Rep.Rows}}{{if .Sources.Literal}}
+<p class="muted">{{.Model}} {{.Condition}}: {{.Sources.Literal}} literal answer(s), {{.Sources.LiteralRight}} of them right: ANSWER of a value typed in the cell, not computed there; counted in accuracy as executed answers.</p>{{end}}{{end}}
 </section>
 
 <section id="chart">

@@ -553,6 +553,9 @@ func (r askResult) record() map[string]any {
 		// their tokens are in the counts above.
 		"discarded_calls": r.res.Discarded,
 	}
+	if r.res.Literal && r.res.Status == agent.Answered {
+		rec["literal"] = true // ANSWER of a value typed in the cell
+	}
 	if r.cache != "" {
 		rec["prefix_cache"] = r.cache
 	}
@@ -603,6 +606,8 @@ func printResult(w io.Writer, r askResult) {
 	switch {
 	case r.res.Status == agent.Answered && r.res.AnswerSource == agent.Unexecuted:
 		fmt.Fprintf(w, "%s\n(unexecuted: the model stated this answer; no code computed it)\n", r.res.Answer)
+	case r.res.Status == agent.Answered && r.res.Literal:
+		fmt.Fprintf(w, "%s\n(literal: the model typed this value in its ANSWER call; that cell did not compute it)\n", r.res.Answer)
 	case r.res.Status == agent.Answered:
 		fmt.Fprintln(w, r.res.Answer)
 	default:
