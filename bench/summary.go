@@ -20,8 +20,8 @@ type Row struct {
 	UnexecutedRight int `json:"unexecuted_right"`
 	// Literal answers (ANSWER of a value typed in the cell) count in
 	// accuracy as executed answers; LiteralRight of them matched the gold.
-	Literal       int     `json:"literal"`
-	LiteralRight  int     `json:"literal_right"`
+	Literal       int     `json:"literal,omitempty"`
+	LiteralRight  int     `json:"literal_right,omitempty"`
 	BudgetStops   int     `json:"budget_stops"`
 	Turns         float64 `json:"mean_turns"`
 	ContextTokens float64 `json:"mean_context_tokens"`

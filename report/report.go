@@ -228,8 +228,8 @@ type Sources struct {
 	// Literal counts the executed answers whose ANSWER passed a value typed
 	// in the cell (also in Executed, and in accuracy); LiteralRight of them
 	// matched the gold.
-	Literal      int `json:"literal"`
-	LiteralRight int `json:"literal_right"`
+	Literal      int `json:"literal,omitempty"`
+	LiteralRight int `json:"literal_right,omitempty"`
 }
 
 // Money is a row's cost at its model's price.
