@@ -181,6 +181,10 @@ type Result struct {
 	Status       Status
 	Answer       string // the value as JSON (executed) or the text the model wrote (stated, unexecuted)
 	AnswerSource string // Executed, Stated, Unexecuted, or "" without an answer
+	// Literal flags an executed answer whose ANSWER call passed a literal
+	// typed in the cell (ANSWER(42)): no code computed the value there. It
+	// counts in accuracy as any executed answer and is counted apart.
+	Literal bool
 	// Grade is the answer's grade against a task's gold, set by the caller
 	// that knows the task (SetGrade); nil when not graded.
 	Grade *Grade
@@ -252,6 +256,7 @@ type Grade struct {
 	Correct bool
 	Reason  string // why it does not match, when it does not
 	Source  string // the answer's source, as Result.AnswerSource
+	Literal bool   // the answer is literal (Result.Literal)
 }
 
 // Accurate says the grade counts as correct in accuracy.
@@ -261,10 +266,10 @@ func (g *Grade) Accurate() bool { return g != nil && g.Verdict == GradeCorrect }
 // task's grader said of r.Answer (ignored without an answer). It returns
 // the grade, also kept in r.Grade.
 func (r *Result) SetGrade(correct bool, reason string) *Grade {
-	g := &Grade{Correct: correct, Reason: reason, Source: r.AnswerSource}
+	g := &Grade{Correct: correct, Reason: reason, Source: r.AnswerSource, Literal: r.Literal}
 	switch {
 	case r.Status != Answered:
-		g.Verdict, g.Correct, g.Source = GradeNoAnswer, false, ""
+		g.Verdict, g.Correct, g.Source, g.Literal = GradeNoAnswer, false, "", false
 		if g.Reason == "" {
 			g.Reason = "no answer (" + string(r.Status) + ")"
 		}
@@ -832,6 +837,7 @@ func (r *runner) runCell(ctx context.Context, c session.Cell) (done bool, err er
 	}
 	r.add(c, 0)
 	if res.Answered() {
+		r.res.Literal = res.AnswerLiteral
 		r.answer(string(res.Answer), Executed)
 		return true, nil
 	}
@@ -963,9 +969,10 @@ func (r *runner) addCell(c session.Cell, repeatOf int, sh *kernel.ShellResult) {
 func (r *runner) answer(value, source string) {
 	r.res.Status, r.res.Answer, r.res.AnswerSource = Answered, value, source
 	r.tr.Emit("answer", struct {
-		Value  string `json:"value"`
-		Source string `json:"source"`
-	}{value, source})
+		Value   string `json:"value"`
+		Source  string `json:"source"`
+		Literal bool   `json:"literal,omitempty"`
+	}{value, source, r.res.Literal})
 }
 
 // finishText ends a run on a message without code: an answer in text, or
@@ -1027,6 +1034,7 @@ func (r *runner) oneShot(ctx context.Context) error {
 	c.Result = res
 	r.add(c, 0)
 	if res.Answered() {
+		r.res.Literal = res.AnswerLiteral
 		r.answer(string(res.Answer), Executed)
 		return nil
 	}

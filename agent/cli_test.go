@@ -450,5 +450,5 @@ func TestCLIReadCutToTheBudget(t *testing.T) {
 	msgs := reqs[1].Body.Messages
 	tool := msgs[len(msgs)-1].Content
 	assert.Contains(t, tool, "the middle of these lines is cut to the output budget of 2000 characters: read fewer at a time")
-	assert.Contains(t, tool, "it is not kept, so show a smaller part", "read keeps no copy to point to")
+	assert.Contains(t, tool, "the full text is kept nowhere: show a smaller part", "read keeps no copy to point to")
 }

@@ -93,7 +93,8 @@ func (t *Trajectory) Grade(task string, gold any, g *Grade) {
 		Correct  bool    `json:"correct"`
 		Accurate bool    `json:"accurate"`
 		Source   string  `json:"source,omitempty"`
+		Literal  bool    `json:"literal,omitempty"`
 		Reason   string  `json:"reason,omitempty"`
 		Gold     any     `json:"gold"`
-	}{task, g.Verdict, g.Correct, g.Accurate(), g.Source, g.Reason, gold})
+	}{task, g.Verdict, g.Correct, g.Accurate(), g.Source, g.Literal, g.Reason, gold})
 }

@@ -447,7 +447,7 @@ func fill(t *Trial, res *agent.Result) {
 		t.Error = res.Err.Error()
 	}
 	t.Answer = answerJSON(res)
-	t.AnswerSource = res.AnswerSource
+	t.AnswerSource, t.Literal = res.AnswerSource, res.Literal && res.Status == agent.Answered
 	if g := res.Grade; g != nil {
 		t.Correct, t.AnswerRight, t.Verdict, t.GradeReason = g.Accurate(), g.Correct, string(g.Verdict), g.Reason
 	}

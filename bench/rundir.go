@@ -151,6 +151,10 @@ type Trial struct {
 	// null without an answer.
 	Answer       json.RawMessage `json:"answer"`
 	AnswerSource string          `json:"answer_source,omitempty"`
+	// Literal flags an executed answer whose ANSWER passed a literal typed
+	// in the cell (agent.Result.Literal): it counts in accuracy and is
+	// counted apart.
+	Literal bool `json:"literal,omitempty"`
 	// Correct counts in accuracy; AnswerRight says the answer matched the
 	// gold whatever its source (an unexecuted answer may be right and not
 	// count). Verdict is agent.Verdict's text.

@@ -16,16 +16,20 @@ type Row struct {
 	Accuracy float64 `json:"accuracy"`
 	// Unexecuted answers are graded but never correct; UnexecutedRight of
 	// them matched the gold.
-	Unexecuted      int     `json:"unexecuted"`
-	UnexecutedRight int     `json:"unexecuted_right"`
-	BudgetStops     int     `json:"budget_stops"`
-	Turns           float64 `json:"mean_turns"`
-	ContextTokens   float64 `json:"mean_context_tokens"`
-	OutputTokens    float64 `json:"mean_output_tokens"`
-	CachedTokens    float64 `json:"mean_cached_tokens"`
-	WallMS          float64 `json:"mean_wall_ms"`
-	KernelMS        float64 `json:"mean_kernel_ms"`
-	Estimated       bool    `json:"estimated"`
+	Unexecuted      int `json:"unexecuted"`
+	UnexecutedRight int `json:"unexecuted_right"`
+	// Literal answers (ANSWER of a value typed in the cell) count in
+	// accuracy as executed answers; LiteralRight of them matched the gold.
+	Literal       int     `json:"literal,omitempty"`
+	LiteralRight  int     `json:"literal_right,omitempty"`
+	BudgetStops   int     `json:"budget_stops"`
+	Turns         float64 `json:"mean_turns"`
+	ContextTokens float64 `json:"mean_context_tokens"`
+	OutputTokens  float64 `json:"mean_output_tokens"`
+	CachedTokens  float64 `json:"mean_cached_tokens"`
+	WallMS        float64 `json:"mean_wall_ms"`
+	KernelMS      float64 `json:"mean_kernel_ms"`
+	Estimated     bool    `json:"estimated"`
 }
 
 // Summarize sums the final lines of a run per (model, condition), in the
@@ -54,6 +58,12 @@ func Summarize(final []Trial) []Row {
 			x.Unexecuted++
 			if t.AnswerRight {
 				x.UnexecutedRight++
+			}
+		}
+		if t.Literal {
+			x.Literal++
+			if t.AnswerRight {
+				x.LiteralRight++
 			}
 		}
 		if t.BudgetStop() {

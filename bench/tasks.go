@@ -34,6 +34,14 @@ import (
 //	             that ends by calling ANSWER(value); value is the gold
 //	solution     optional: code, written against the --prefix, that ends
 //	             with ANSWER(...); what the built-in reference model plays
+//	accept       optional: an array of other answers that count as right,
+//	             each written as gold is (an id for a name: "accept": ["T30"])
+//	tolerance    optional, number only: how far an answer may be from the
+//	             gold, relative (0.01 is 1%); default 1e-6. For a gold of
+//	             exactly 0 it is absolute.
+//	decimals     optional, number only: the question asks for the answer
+//	             rounded to this many decimals (1 to 15) and the gold is so
+//	             rounded: an answer one unit of the last decimal away is right
 //
 // A task has gold or gold_code, never both. For example:
 //
@@ -51,6 +59,12 @@ type UserTask struct {
 	Gold     any    `json:"gold,omitempty"`
 	GoldCode string `json:"gold_code,omitempty"`
 	Solution string `json:"solution,omitempty"`
+	// Accept are the other answers that count, each converted as Gold is
+	// (see datasets.Task.Accept).
+	Accept []any `json:"accept,omitempty"`
+	// Tolerance and Decimals are datasets.Task's, for a number task.
+	Tolerance float64 `json:"tolerance,omitempty"`
+	Decimals  int     `json:"decimals,omitempty"`
 	// Line is the task's line in the file, 1-based.
 	Line int `json:"-"`
 }
@@ -91,7 +105,7 @@ func (e *TaskFileError) Error() string {
 }
 
 // taskFields are the fields of a task line, in the order the docs give them.
-var taskFields = []string{"id", "question", "answer_type", "gold", "gold_code", "solution"}
+var taskFields = []string{"id", "question", "answer_type", "gold", "gold_code", "solution", "accept", "tolerance", "decimals"}
 
 // answerTypes are the answer types a task may have.
 var answerTypes = []datasets.AnswerType{datasets.Integer, datasets.Number, datasets.String, datasets.Set, datasets.List}
@@ -104,6 +118,9 @@ type taskLine struct {
 	Gold       json.RawMessage `json:"gold"`
 	GoldCode   *string         `json:"gold_code"`
 	Solution   *string         `json:"solution"`
+	Accept     json.RawMessage `json:"accept"`
+	Tolerance  json.RawMessage `json:"tolerance"`
+	Decimals   json.RawMessage `json:"decimals"`
 }
 
 const taskLineExample = `{"id": "q1", "question": "How many ...?", "answer_type": "integer", "gold": 42}`
@@ -290,7 +307,66 @@ func parseTaskLine(line []byte) (UserTask, []string) {
 			msgs = append(msgs, `solution never calls ANSWER: end it with ANSWER(value), or leave "solution" out`)
 		}
 	}
+	if typeOK {
+		msgs = append(msgs, parseGrading(&t, tl)...)
+	}
 	return t, msgs
+}
+
+// maxDecimals bounds a task's decimals: a float64 holds about 15.
+const maxDecimals = 15
+
+// parseGrading reads and checks the fields that say how a task is graded
+// besides its gold: accept, tolerance and decimals, into t, whose answer
+// type is known.
+func parseGrading(t *UserTask, tl taskLine) []string {
+	var msgs []string
+	present := func(raw json.RawMessage) bool { return raw != nil && string(raw) != "null" }
+	if present(tl.Accept) {
+		var alts []any
+		if err := json.Unmarshal(tl.Accept, &alts); err != nil {
+			msgs = append(msgs, fmt.Sprintf(`accept is %s, not an array: list the other answers that count, each written as gold is, such as "accept": ["T30"]`, jsonKindOf(tl.Accept)))
+		} else {
+			for i, v := range alts {
+				g, why := fitGold(t.AnswerType, v)
+				if why != "" {
+					msgs = append(msgs, fmt.Sprintf("accept's element %d is %s", i+1, why))
+					continue
+				}
+				t.Accept = append(t.Accept, g)
+			}
+		}
+	}
+	numberOnly := func(field string) string {
+		return fmt.Sprintf("%s is for answer_type number, not %s: leave it out", field, t.AnswerType)
+	}
+	if present(tl.Tolerance) {
+		var f float64
+		switch {
+		case t.AnswerType != datasets.Number:
+			msgs = append(msgs, numberOnly("tolerance"))
+		case json.Unmarshal(tl.Tolerance, &f) != nil:
+			msgs = append(msgs, fmt.Sprintf("tolerance is %s, not a number: give the relative tolerance, such as 0.001 for 0.1%%", jsonKindOf(tl.Tolerance)))
+		case !(f > 0 && f < 1):
+			msgs = append(msgs, fmt.Sprintf("tolerance %v is out of range: give a relative tolerance above 0 and below 1, such as 0.001 for 0.1%%", f))
+		default:
+			t.Tolerance = f
+		}
+	}
+	if present(tl.Decimals) {
+		var n int
+		switch {
+		case t.AnswerType != datasets.Number:
+			msgs = append(msgs, numberOnly("decimals"))
+		case json.Unmarshal(tl.Decimals, &n) != nil:
+			msgs = append(msgs, fmt.Sprintf("decimals is %s, not a whole number: give how many decimals the question asks for, such as 2", jsonKindOf(tl.Decimals)))
+		case n < 1 || n > maxDecimals:
+			msgs = append(msgs, fmt.Sprintf("decimals %d is out of range: give how many decimals the question asks for, 1 to %d", n, maxDecimals))
+		default:
+			t.Decimals = n
+		}
+	}
+	return msgs
 }
 
 func knownTaskField(k string) bool {
@@ -545,7 +621,8 @@ func ResolveGolds(ctx context.Context, tr kernel.Transport, p *prefixes.Prefix, 
 // fails is the *prefixes.BuildError of prefixes.Build, wrapped; any other
 // error means the kernel, not the task, is broken.
 func ResolveGold(ctx context.Context, k kernel.Kernel, p *prefixes.Prefix, t UserTask, opts kernel.ExecOptions) (datasets.Task, error) {
-	task := datasets.Task{ID: t.ID, Question: t.Question, AnswerType: t.AnswerType, Gold: t.Gold}
+	task := datasets.Task{ID: t.ID, Question: t.Question, AnswerType: t.AnswerType, Gold: t.Gold,
+		Accept: t.Accept, Tolerance: t.Tolerance, Decimals: t.Decimals}
 	if t.GoldCode == "" {
 		if t.Gold == nil {
 			return datasets.Task{}, &GoldError{Task: t.ID, Line: t.Line, Msg: `has neither gold nor gold_code: give the answer as "gold", or code that ends with ANSWER(value) as "gold_code"`}

@@ -44,6 +44,49 @@ func taskFileError(t *testing.T, err error) *TaskFileError {
 	return tfe
 }
 
+// TestReadTasksGradingFields reads accept, tolerance and decimals into the
+// task a trial grades against, and grades with them.
+func TestReadTasksGradingFields(t *testing.T) {
+	path := writeTaskFile(t, "tasks.jsonl", strings.Join([]string{
+		`{"id": "team", "question": "Which team?", "answer_type": "string", "gold": "Onyx", "accept": ["T30"]}`,
+		`{"id": "share", "question": "What share?", "answer_type": "number", "gold": 0.004}`,
+		`{"id": "mean", "question": "What mean?", "answer_type": "number", "gold": 200, "tolerance": 0.01}`,
+		`{"id": "rounded", "question": "Round to 2 decimals.", "answer_type": "number", "gold": 3.13, "decimals": 2}`,
+		`{"id": "ids", "question": "Which users?", "answer_type": "set", "gold": ["Ada", "Alan"], "accept": [["U1", 2]]}`,
+	}, "\n")+"\n")
+	tasks, err := ReadTasks(path)
+	require.NoError(t, err)
+	require.Len(t, tasks, 5)
+	golds := map[string]datasets.Task{}
+	for _, ut := range tasks {
+		g, err := ResolveGold(context.Background(), nil, nil, ut, taskCellOpts)
+		require.NoError(t, err)
+		golds[g.ID] = g
+	}
+	assert.Equal(t, []any{"T30"}, golds["team"].Accept)
+	assert.Equal(t, 0.01, golds["mean"].Tolerance)
+	assert.Equal(t, 2, golds["rounded"].Decimals)
+	assert.Equal(t, []any{[]string{"U1", "2"}}, golds["ids"].Accept)
+	for _, c := range []struct {
+		task, answer string
+		want         bool
+	}{
+		{"team", `"T30"`, true},
+		{"team", `"Onyx"`, true},
+		{"team", `"T31"`, false},
+		{"share", "0", false}, // the old absolute ±0.01 took it
+		{"share", "0.004", true},
+		{"mean", "198.5", true},
+		{"mean", "197", false},
+		{"rounded", "3.12", true}, // the other rounding of 3.125
+		{"rounded", "3.11", false},
+		{"ids", "[2, 'U1']", true},
+	} {
+		got, reason := datasets.Grade(golds[c.task], c.answer)
+		assert.Equal(t, c.want, got, "%s answered %s: %s", c.task, c.answer, reason)
+	}
+}
+
 func TestReadTasksReportsEveryBadLine(t *testing.T) {
 	const good = `"question": "q?", "answer_type": "integer", "gold": 1`
 	cases := []struct {
@@ -54,7 +97,7 @@ func TestReadTasksReportsEveryBadLine(t *testing.T) {
 		{"not JSON", `{"id": "a", "question": `, []string{"not JSON", "one JSON object per line"}},
 		{"not an object", `[1, 2]`, []string{"a JSON array, not an object"}},
 		{"text after the object", `{"id": "after", ` + good + `} {"id": "b"}`, []string{"text after the JSON object", "one task on each line"}},
-		{"unknown field", `{"id": "u1", ` + good + `, "golds": 2}`, []string{`unknown field "golds"`, "the fields are id, question, answer_type, gold, gold_code, solution"}},
+		{"unknown field", `{"id": "u1", ` + good + `, "golds": 2}`, []string{`unknown field "golds"`, "the fields are id, question, answer_type, gold, gold_code, solution, accept, tolerance, decimals"}},
 		{"unknown fields and a wrong type", `{"id": 7, "question": "q?", "answer_type": "integer", "gold": 1, "y": 1, "x": 2}`,
 			[]string{`unknown fields "x", "y"`, "field id is a number, not a string"}},
 		{"question not a string", `{"id": "qs", "question": ["q"], "answer_type": "integer", "gold": 1}`, []string{"field question is an array, not a string"}},
@@ -80,6 +123,13 @@ func TestReadTasksReportsEveryBadLine(t *testing.T) {
 		{"gold_code without ANSWER", `{"id": "g2", "question": "q?", "answer_type": "integer", "gold_code": "x = 1"}`, []string{"gold_code never calls ANSWER"}},
 		{"solution without ANSWER", `{"id": "so", ` + good + `, "solution": "print(1)"}`, []string{"solution never calls ANSWER"}},
 		{"several problems", `{"answer_type": "integer"}`, []string{"missing id", "missing question", "neither gold nor gold_code"}},
+		{"accept not an array", `{"id": "a1", "question": "q?", "answer_type": "string", "gold": "Onyx", "accept": "T30"}`, []string{`accept is a string, not an array`, `"accept": ["T30"]`}},
+		{"accept of the wrong type", `{"id": "a2", ` + good + `, "accept": [2, "two"]}`, []string{`accept's element 2 is the string "two", which does not fit answer_type integer`}},
+		{"tolerance not for integer", `{"id": "t1", ` + good + `, "tolerance": 0.01}`, []string{"tolerance is for answer_type number, not integer"}},
+		{"tolerance not a number", `{"id": "t2", "question": "q?", "answer_type": "number", "gold": 1.5, "tolerance": "1%"}`, []string{"tolerance is a string, not a number"}},
+		{"tolerance out of range", `{"id": "t3", "question": "q?", "answer_type": "number", "gold": 1.5, "tolerance": 2}`, []string{"tolerance 2 is out of range: give a relative tolerance above 0 and below 1"}},
+		{"decimals not whole", `{"id": "d1", "question": "q?", "answer_type": "number", "gold": 1.5, "decimals": 1.5}`, []string{"decimals is a number, not a whole number"}},
+		{"decimals out of range", `{"id": "d2", "question": "q?", "answer_type": "number", "gold": 1.5, "decimals": 0}`, []string{"decimals 0 is out of range"}},
 		// Latin-1 ü: encoding/json would read it as U+FFFD, a gold no answer matches.
 		{"not UTF-8", `{"id": "l1", "question": "Which city?", "answer_type": "string", "gold": "Z` + "\xfc" + `rich"}`,
 			[]string{"not UTF-8 (byte 0xFC at column 76): save the file as UTF-8"}},

@@ -11,10 +11,6 @@ import (
 	"unicode/utf8"
 )
 
-// numberTolerance is how far a Number answer may be from its gold, absolute
-// and inclusive.
-const numberTolerance = 0.01
-
 // Grade compares an answer with the task's gold. The answer is text as a
 // model or the ANSWER() of a kernel gives it: a JSON value, a Python literal,
 // or comma-separated text. reason says, for a wrong or unreadable answer,
@@ -40,7 +36,11 @@ const numberTolerance = 0.01
 //   - Integer: exactly. 42, "42", 42.0, 4.2e1, np.int64(42) and 1,234 (a
 //     thousands separator) are numbers; 42.5 is not an integer, and
 //     true/false, "42abc" and [42] are not numbers.
-//   - Number: within 0.01, absolute and inclusive (3.15 is right for 3.14).
+//   - Number: within the task's Tolerance, relative and inclusive
+//     (DefaultTolerance, 1e-6, when it gives none): 0 is wrong for a gold
+//     of 0.004. A gold of exactly 0 takes the tolerance as absolute. A
+//     task with Decimals accepts one unit of its last decimal either way
+//     (3.13 and 3.12 for a gold of 3.13 with Decimals 2).
 //   - String: trimmed and case-folded as strings.EqualFold does; quotes of
 //     a string literal are removed.
 //   - Set: the distinct elements, in any order. A duplicate in the answer
@@ -57,33 +57,79 @@ const numberTolerance = 0.01
 // wrong kind of answer: a list where a number or string is expected, a
 // number or a dict where a set or list is expected.
 //
-// A task Grade cannot grade (an unknown answer type, or a gold that does not
-// fit it) grades every answer wrong, with a reason that says so. Golds that
-// went through JSON (float64 for an integer, []any for a set) are accepted.
+// An answer that matches one of the task's Accept forms is right, graded as
+// against the gold; a wrong answer's reason is the gold's, with the
+// accepted forms named.
+//
+// A task Grade cannot grade (an unknown answer type, or a gold or an accepted
+// form that does not fit it) grades every answer wrong, with a reason that
+// says so. Golds that went through JSON (float64 for an integer, []any for a
+// set) are accepted.
 func Grade(t Task, answer string) (correct bool, reason string) {
 	text := cleanAnswer(answer)
+	correct, reason = gradeAgainst(t, t.Gold, text)
+	if correct || len(t.Accept) == 0 || strings.HasPrefix(reason, "cannot grade") {
+		return correct, reason
+	}
+	for _, alt := range t.Accept {
+		ok, why := gradeAgainst(t, alt, text)
+		if ok {
+			return true, why
+		}
+		if strings.HasPrefix(why, "cannot grade") {
+			return false, why
+		}
+	}
+	return false, reason + " (also accepted: " + acceptedText(t) + ")"
+}
+
+// gradeAgainst grades text against gold, the task's gold or one of its
+// accepted forms.
+func gradeAgainst(t Task, gold any, text string) (bool, string) {
 	switch t.AnswerType {
 	case Integer:
-		if gold, ok := goldInteger(t.Gold); ok {
+		if gold, ok := goldInteger(gold); ok {
 			return gradeInteger(gold, text)
 		}
 	case Number:
-		if gold, ok := goldNumber(t.Gold); ok {
-			return gradeNumber(gold, text)
+		if gold, ok := goldNumber(gold); ok {
+			return gradeNumber(gold, t.Tolerance, t.Decimals, text)
 		}
 	case String:
-		if gold, ok := t.Gold.(string); ok {
+		if gold, ok := gold.(string); ok {
 			return gradeString(gold, text)
 		}
 	case Set, List:
-		if gold, ok := goldStrings(t.Gold); ok {
+		if gold, ok := goldStrings(gold); ok {
 			return gradeCollection(t.AnswerType, gold, text)
 		}
 	default:
 		return false, fmt.Sprintf("cannot grade task %s: unknown answer type %q (want integer, number, string, set or list)",
 			t.ID, t.AnswerType)
 	}
-	return false, fmt.Sprintf("cannot grade task %s: gold %T does not fit answer type %q", t.ID, t.Gold, t.AnswerType)
+	return false, fmt.Sprintf("cannot grade task %s: gold %T does not fit answer type %q", t.ID, gold, t.AnswerType)
+}
+
+// acceptedText lists a task's accepted forms for a reason.
+func acceptedText(t Task) string {
+	parts := make([]string, 0, min(len(t.Accept), reasonSome))
+	for _, a := range t.Accept[:min(len(t.Accept), reasonSome)] {
+		switch a := a.(type) {
+		case string:
+			parts = append(parts, quoteClipped(a))
+		default:
+			if xs, ok := goldStrings(a); ok {
+				parts = append(parts, listText(t.AnswerType, xs))
+			} else {
+				parts = append(parts, clipText(fmt.Sprint(a)))
+			}
+		}
+	}
+	s := strings.Join(parts, ", ")
+	if len(t.Accept) > reasonSome {
+		s += fmt.Sprintf(" and %d more", len(t.Accept)-reasonSome)
+	}
+	return s
 }
 
 func gradeInteger(gold int64, text string) (bool, string) {
@@ -100,17 +146,42 @@ func gradeInteger(gold int64, text string) (bool, string) {
 	return true, ""
 }
 
-func gradeNumber(gold float64, text string) (bool, string) {
-	want := strconv.FormatFloat(gold, 'f', -1, 64) + " (±0.01)"
+// gradeNumber grades a number against gold within tol, relative (0:
+// DefaultTolerance; absolute for a gold of 0), or one unit of the last of
+// decimals when the gold is rounded to them.
+func gradeNumber(gold, tol float64, decimals int, text string) (bool, string) {
+	bound, want := numberBound(gold, tol, decimals)
+	want = strconv.FormatFloat(gold, 'f', -1, 64) + " (" + want + ")"
 	f, got, ok := answerNumber(text)
 	if !ok {
 		return false, "expected " + want + ", got " + got
 	}
-	// The slack absorbs float error: 3.15-3.14 is 0.010000000000000231.
-	if !(math.Abs(f-gold) <= numberTolerance+1e-9) {
+	// The slack absorbs float error: 3.13-3.12 is 0.010000000000000231.
+	if !(math.Abs(f-gold) <= bound+1e-12*max(1, math.Abs(gold))) {
 		return false, "expected " + want + ", got " + got
 	}
 	return true, ""
+}
+
+// numberBound is how far a Number answer may be from gold, absolute, for
+// a task's tolerance (relative; 0 means DefaultTolerance) and decimals (see
+// Task), and that rule in words for a reason: "±1e-06 relative",
+// "±1e-06 absolute, the gold being 0", "±0.01, rounded to 2 decimals".
+func numberBound(gold, tol float64, decimals int) (bound float64, rule string) {
+	if tol <= 0 {
+		tol = DefaultTolerance
+	}
+	bound, rule = tol*math.Abs(gold), "±"+strconv.FormatFloat(tol, 'g', -1, 64)+" relative"
+	if gold == 0 {
+		bound, rule = tol, "±"+strconv.FormatFloat(tol, 'g', -1, 64)+" absolute, the gold being 0"
+	}
+	if decimals > 0 {
+		if unit := math.Pow10(-decimals); unit > bound {
+			bound = unit
+			rule = "±" + strconv.FormatFloat(unit, 'f', -1, 64) + ", rounded to " + strconv.Itoa(decimals) + " decimals"
+		}
+	}
+	return bound, rule
 }
 
 // answerNumber reads a numeric answer. ok false means it is not a number and

@@ -11,7 +11,8 @@ import (
 var (
 	gradeInt    = Task{ID: "s-t1-1", AnswerType: Integer, Gold: 42}
 	gradeBig    = Task{ID: "xl-t1-1", AnswerType: Integer, Gold: 1234}
-	gradeNum    = Task{ID: "s-t4-1", AnswerType: Number, Gold: 3.14}
+	gradeNum    = Task{ID: "s-t4-1", AnswerType: Number, Gold: 3.14, Decimals: 2}
+	gradeExact  = Task{ID: "u1", AnswerType: Number, Gold: 0.004}
 	gradeStr    = Task{ID: "s-t3-1", AnswerType: String, Gold: "Platform Core"}
 	gradeSet    = Task{ID: "s-t2-1", AnswerType: Set, Gold: []string{"K00012", "K00034", "K00056"}}
 	gradeNumSet = Task{ID: "s-t6-1", AnswerType: Set, Gold: []string{"3", "5"}}
@@ -51,17 +52,39 @@ func TestGrade(t *testing.T) {
 		{"integer only backticks", gradeInt, " `` ", false, []string{"no answer"}},
 		{"integer gold after JSON", Task{AnswerType: Integer, Gold: 42.0}, "42", true, nil},
 
-		// Number.
+		// Number: relative by default; one unit of the last decimal for a
+		// gold rounded to decimals.
 		{"number exact", gradeNum, "3.14", true, nil},
-		{"number within tolerance", gradeNum, "3.141", true, nil},
-		{"number at tolerance", gradeNum, "3.15", true, nil},
+		{"number more precise", gradeNum, "3.141", true, nil},
+		{"number rounded the other way", gradeNum, "3.15", true, nil},
+		{"number rounded the other way below", gradeNum, "3.13", true, nil},
 		{"number numpy repr", gradeNum, "np.float64(3.1415)", true, nil},
 		{"number as Python string", gradeNum, "'3.14'", true, nil},
 		{"number integer gold", Task{AnswerType: Number, Gold: 3.0}, "3", true, nil},
-		{"number outside tolerance", gradeNum, "3.16", false, []string{"expected 3.14 (±0.01), got 3.16"}},
+		{"number outside rounding", gradeNum, "3.16", false, []string{"expected 3.14 (±0.01, rounded to 2 decimals), got 3.16"}},
+		{"number small gold not zero", gradeExact, "0", false, []string{"expected 0.004 (±1e-06 relative), got 0"}},
+		{"number small gold off by 0.01", gradeExact, "0.01", false, []string{"expected 0.004"}},
+		{"number small gold float error", gradeExact, "0.0040000000001", true, nil},
+		{"number relative default", Task{AnswerType: Number, Gold: 1234567.0}, "1234567.5", true, nil},
+		{"number relative default outside", Task{AnswerType: Number, Gold: 1234567.0}, "1234569", false, []string{"±1e-06 relative"}},
+		{"number task tolerance", Task{AnswerType: Number, Gold: 200.0, Tolerance: 0.01}, "201.9", true, nil},
+		{"number task tolerance outside", Task{AnswerType: Number, Gold: 200.0, Tolerance: 0.01}, "202.1", false, []string{"expected 200 (±0.01 relative), got 202.1"}},
+		{"number zero gold absolute floor", Task{AnswerType: Number, Gold: 0.0}, "1e-7", true, nil},
+		{"number zero gold outside floor", Task{AnswerType: Number, Gold: 0.0}, "0.001", false, []string{"expected 0 (±1e-06 absolute, the gold being 0), got 0.001"}},
+		{"number zero gold task tolerance", Task{AnswerType: Number, Gold: 0.0, Tolerance: 0.01}, "-0.005", true, nil},
+		{"number large rounded gold", Task{AnswerType: Number, Gold: 12345.66, Decimals: 2}, "12345.67", true, nil},
 		{"number negated", gradeNum, "-3.14", false, []string{"expected 3.14"}},
 		{"number nan", gradeNum, "nan", false, []string{"expected 3.14"}},
 		{"number as list", gradeNum, "[3.14]", false, []string{"a list"}},
+
+		// Accepted forms.
+		{"accept an id for a name", Task{AnswerType: String, Gold: "Onyx", Accept: []any{"T30"}}, "t30", true, nil},
+		{"accept the gold still", Task{AnswerType: String, Gold: "Onyx", Accept: []any{"T30"}}, "Onyx", true, nil},
+		{"accept names the forms", Task{AnswerType: String, Gold: "Onyx", Accept: []any{"T30"}}, "T29", false, []string{`expected "Onyx", got "T29" (also accepted: "T30")`}},
+		{"accept a set of ids", Task{AnswerType: Set, Gold: []string{"Ada", "Alan"}, Accept: []any{[]string{"U1", "U2"}}}, "U2, U1", true, nil},
+		{"accept a number", Task{AnswerType: Number, Gold: 0.5, Accept: []any{50.0}}, "50", true, nil},
+		{"accept after JSON", Task{AnswerType: Set, Gold: []any{"Ada"}, Accept: []any{[]any{"U1"}}}, "U1", true, nil},
+		{"accept that does not fit", Task{ID: "u2", AnswerType: Integer, Gold: 3, Accept: []any{"three"}}, "4", false, []string{"cannot grade task u2"}},
 
 		// String.
 		{"string exact", gradeStr, "Platform Core", true, nil},

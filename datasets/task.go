@@ -6,7 +6,7 @@ type AnswerType string
 // Answer types.
 const (
 	Integer AnswerType = "integer" // exactly; "42" and 42.0 are 42
-	Number  AnswerType = "number"  // within 0.01
+	Number  AnswerType = "number"  // within the task's tolerance: 1e-6 relative by default
 	String  AnswerType = "string"  // trimmed and case-folded
 	Set     AnswerType = "set"     // of strings, in any order
 	List    AnswerType = "list"    // of strings, in order
@@ -22,4 +22,23 @@ type Task struct {
 	// Gold is the answer: an int (Integer), a float64 (Number), a string
 	// (String) or a []string (Set, List).
 	Gold any `json:"gold"`
+	// Accept lists other answers that count as right, each in Gold's
+	// type: another form of the same answer, such as an id for a name.
+	Accept []any `json:"accept,omitempty"`
+	// Tolerance is how far a Number answer may be from the gold, relative
+	// to it: |answer-gold| <= Tolerance*|gold|. Zero means
+	// DefaultTolerance. For a gold of exactly 0, where no relative bound
+	// can hold, it is absolute: |answer| <= Tolerance.
+	Tolerance float64 `json:"tolerance,omitempty"`
+	// Decimals, when positive, says that the question asks for a Number
+	// rounded to that many decimals and the gold is so rounded: an answer
+	// within one unit of the last decimal is right too (on a tie, the
+	// gold's rounding and the reader's may differ by one unit; a more
+	// precise answer is within half a unit).
+	Decimals int `json:"decimals,omitempty"`
 }
+
+// DefaultTolerance is the relative tolerance of a Number task that gives
+// none: what separates the same number computed in two orders of
+// floating-point additions from a different number.
+const DefaultTolerance = 1e-6

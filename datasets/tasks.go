@@ -42,6 +42,7 @@ func Tasks(d *Dataset) ([]Task, error) {
 				Params:     params,
 				AnswerType: tpl.answer,
 				Gold:       gold,
+				Decimals:   tpl.decimals,
 			})
 		}
 	}

@@ -76,6 +76,9 @@ func newIndex(d *Dataset) *index {
 type template struct {
 	id     string
 	answer AnswerType
+	// decimals is how many decimals a Number question asks the answer
+	// rounded to (Task.Decimals); the gold is so rounded.
+	decimals int
 	// pick draws parameters; ok is false when the draw would make a trivial
 	// or ambiguous question (the caller draws again).
 	pick     func(ix *index, r *rand.Rand) (params map[string]any, ok bool)
@@ -242,7 +245,7 @@ for _, t := range teams {
 		},
 	},
 	{
-		id: "t4", answer: Number,
+		id: "t4", answer: Number, decimals: 2,
 		pick: func(ix *index, r *rand.Rand) (map[string]any, bool) {
 			t := pickOne(r, ix.d.Teams)
 			pr := pickOne(r, Priorities)

@@ -405,6 +405,7 @@ func (k *goKernel) exec(ctx context.Context, req Request) Result {
 	switch {
 	case state.answered:
 		res.Status, res.Error, res.Answer = StatusOK, nil, state.answer
+		res.AnswerLiteral = goLiteralAnswer(cell, req.Code)
 	case status == StatusOK:
 		res.Value, d3 = goFormatValues(state.values, opts.MaxOutputBytes)
 	}

@@ -532,3 +532,60 @@ func goUndefined(s goSegment, known func(string) bool) (string, bool) {
 	}
 	return "", false
 }
+
+// goLiteralAnswer says whether every ANSWER call of a cell passes a literal
+// typed in it (ANSWER(42), ANSWER([]string{"a", "b"})): nothing computed
+// the value. The Go kernel does not know which call ran, so one computed
+// ANSWER makes the cell's answer not literal.
+func goLiteralAnswer(cell, src string) bool {
+	plan, err := goPlanCell(cell, src)
+	if err != nil {
+		return false
+	}
+	calls, literal := 0, true
+	for _, seg := range plan.segs {
+		if seg.file == nil {
+			continue
+		}
+		ast.Inspect(seg.file, func(n ast.Node) bool {
+			c, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if id, ok := c.Fun.(*ast.Ident); ok && id.Name == "ANSWER" {
+				calls++
+				literal = literal && len(c.Args) == 1 && !c.Ellipsis.IsValid() && goLiteral(c.Args[0])
+			}
+			return true
+		})
+	}
+	return calls > 0 && literal
+}
+
+// goLiteral says whether e is a literal: a basic literal, a signed number,
+// true or false, or a composite literal of literals.
+func goLiteral(e ast.Expr) bool {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		return true
+	case *ast.ParenExpr:
+		return goLiteral(e.X)
+	case *ast.UnaryExpr:
+		lit, ok := e.X.(*ast.BasicLit)
+		return (e.Op == token.SUB || e.Op == token.ADD) && ok && lit.Kind != token.STRING
+	case *ast.Ident:
+		return e.Name == "true" || e.Name == "false"
+	case *ast.CompositeLit:
+		for _, el := range e.Elts {
+			if kv, ok := el.(*ast.KeyValueExpr); ok {
+				if !goLiteral(kv.Key) || !goLiteral(kv.Value) {
+					return false
+				}
+			} else if !goLiteral(el) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}

@@ -592,3 +592,27 @@ func BenchmarkGoKernelServeRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+// TestGoKernelAnswerLiteral: a Go cell whose every ANSWER passes a literal
+// is flagged; one computed ANSWER in the cell, or a call made from an
+// earlier cell's function, is not.
+func TestGoKernelAnswerLiteral(t *testing.T) {
+	s := startGoKernelSession(t)
+	for _, c := range []struct {
+		code    string
+		literal bool
+	}{
+		{"ANSWER(42)", true},
+		{"ANSWER(-2.5)", true},
+		{`ANSWER("Alice")`, true},
+		{`ANSWER([]string{"a", "b"})`, true},
+		{`ANSWER(map[string]float64{"mean": 3.2})`, true},
+		{"x := 41\nANSWER(x + 1)", false},
+		{"import \"strings\"\nANSWER(strings.ToUpper(\"a\"))", false},
+		{"func typed() { ANSWER(7) }", false}, // declares only: no answer
+		{"typed()", false},                    // the call is in an earlier cell
+	} {
+		res := s.exec(c.code)
+		assert.Equal(t, c.literal, res.AnswerLiteral, c.code)
+	}
+}

@@ -130,8 +130,11 @@ type Result struct {
 	// Error describes the exception when Status is error or timeout.
 	Error *ErrorInfo `json:"error"`
 	// Answer is the JSON recorded by ANSWER(value), or nil.
-	Answer    json.RawMessage `json:"answer"`
-	ElapsedMS int64           `json:"elapsed_ms"`
+	Answer json.RawMessage `json:"answer"`
+	// AnswerLiteral says the ANSWER call that ran passed a literal typed
+	// in the cell (ANSWER(42), ANSWER(["a", "b"])): nothing computed it.
+	AnswerLiteral bool  `json:"answer_literal,omitempty"`
+	ElapsedMS     int64 `json:"elapsed_ms"`
 	// DroppedBytes counts output cut by MaxOutputBytes.
 	DroppedBytes int64 `json:"dropped_bytes"`
 	// ExitCode and Signal say how a shell op's command ended (see

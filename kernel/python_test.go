@@ -832,3 +832,45 @@ func TestLocalDataCopyLimit(t *testing.T) {
 	assert.Contains(t, err.Error(), "--data-link")
 	assert.Contains(t, err.Error(), "--sandbox docker")
 }
+
+// TestPythonAnswerLiteral: an ANSWER whose argument the model typed as a
+// literal is flagged, one that code computed is not, and the flag is the
+// call's that ran, on IPython, the standard library and the oldest
+// interpreter (which places a call by its line, not its column).
+func TestPythonAnswerLiteral(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, code string
+		literal    bool
+	}{
+		{"number", "ANSWER(42)", true},
+		{"negative float", "ANSWER(-3.5)", true},
+		{"string", `ANSWER("Alice")`, true},
+		{"list of literals", `ANSWER(["K00012", 'K00034', 3])`, true},
+		{"dict of named parts", `ANSWER({"mean": 3.2, "p": [0.04]})`, true},
+		{"over several lines", "ANSWER(\n    [1,\n     2])", true},
+		{"keyword", "ANSWER(value=7)", true},
+		{"inside a function of the cell", "def f():\n    ANSWER('x')\nf()", true},
+		{"a name", "x = 42\nANSWER(x)", false},
+		{"arithmetic", "ANSWER(40 + 2)", false},
+		{"a call", "ANSWER(len([1, 2]))", false},
+		{"a comprehension", "ANSWER([n for n in range(3)])", false},
+		{"a list holding a name", "x = 2\nANSWER([1, x])", false},
+		{"an f-string with a field", "x = 2\nANSWER(f'{x}')", false},
+		{"the computed branch ran", "x = [1]\nif x: ANSWER(x)\nelse: ANSWER(0)", false},
+		{"the literal branch ran", "x = [1]\nif not x: ANSWER(x)\nelse: ANSWER(0)", true},
+		{"a literal in a comment", "x = 5\nANSWER(x)  # ANSWER(5)", false},
+		{"two calls on a line, the computed one ran", "ANSWER(len('ab')); ANSWER(2)", false},
+	}
+	for _, f := range flavours(t) {
+		t.Run(f.name, func(t *testing.T) {
+			k := startPython(t, f, LocalConfig{})
+			for _, c := range cases {
+				res := runOK(t, k, c.code)
+				require.True(t, res.Answered(), "%s: %s", c.name, c.code)
+				assert.Equal(t, c.literal, res.AnswerLiteral, "%s: %s", c.name, c.code)
+			}
+			assert.False(t, runOK(t, k, "print(1)").AnswerLiteral, "a cell without ANSWER")
+		})
+	}
+}

@@ -88,7 +88,7 @@ func TestLoadPMGo(t *testing.T) {
 func TestBuildPMGo(t *testing.T) {
 	dir, d := generate(t, "s", 1)
 	k, cells := buildPMGo(t, dir)
-	assert.Equal(t, "events.jsonl\nmanifest.json\nprojects.jsonl\ntasks.jsonl\nteams.jsonl\nusers.jsonl\n", cells[0].Result.Stdout)
+	assert.Equal(t, "events.jsonl\nprojects.jsonl\ntasks.jsonl\nteams.jsonl\nusers.jsonl\n", cells[0].Result.Stdout, "the data files, not the manifest")
 	assert.Equal(t, fmt.Sprintf("map[events:%d projects:%d tasks:%d teams:%d users:%d]",
 		len(d.Events), len(d.Projects), len(d.Tasks), len(d.Teams), len(d.Users)), cells[1].Result.Value)
 	assert.Equal(t, "[blocked done in_progress review todo]\n[commented created reassigned status_changed]\n", cells[2].Result.Stdout)

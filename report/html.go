@@ -1146,6 +1146,8 @@ svg.acccost text,svg.acccost .tick,svg.acccost .axis-title{font-size:14px}
 {{if .Estimated}}<p class="muted">Token counts are estimated by the tokenizer where the model reported none.</p>{{end}}
 {{- range ladderPower .Rep}}
 <p class="power">{{.}}</p>{{end}}
+{{- range .Rep.Rows}}{{if .Sources.Literal}}
+<p class="muted">{{.Model}} {{.Condition}}: {{.Sources.Literal}} literal answer(s), {{.Sources.LiteralRight}} of them right: ANSWER of a value typed in the cell, not computed there; counted in accuracy as executed answers.</p>{{end}}{{end}}
 </section>
 
 <section id="chart">

@@ -74,6 +74,7 @@ func Markdown(w io.Writer, rep *Report, runLinks ...string) error {
 	for _, n := range ladderPower(rep) {
 		b.WriteString("\n" + n + "\n")
 	}
+	b.WriteString(literalNote(rep.Rows, "\n", "\n"))
 
 	s := sectionTitles(rep)
 	if len(rep.Layers) > 0 {
@@ -383,4 +384,18 @@ func diff(iv Interval, n int) string {
 		return "–"
 	}
 	return fmt.Sprintf("%+.0f pp [%s]", 100*iv.Est, bracket(iv.Tasks, "%+.0f", 100*iv.Lo, 100*iv.Hi))
+}
+
+// literalNote is one line per row with literal answers (ANSWER of a value
+// typed in the cell), each between before and after; "" when no row has
+// one.
+func literalNote(rows []Row, before, after string) string {
+	var b strings.Builder
+	for _, r := range rows {
+		if r.Sources.Literal > 0 {
+			fmt.Fprintf(&b, "%s%s %s: %d literal answer(s), %d of them right: ANSWER of a value typed in the cell, not computed there; counted in accuracy as executed answers.%s",
+				before, r.Model, r.Condition, r.Sources.Literal, r.Sources.LiteralRight, after)
+		}
+	}
+	return b.String()
 }

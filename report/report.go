@@ -230,6 +230,11 @@ type Sources struct {
 	Stated     int `json:"stated"`
 	Unexecuted int `json:"unexecuted"`
 	None       int `json:"none"`
+	// Literal counts the executed answers whose ANSWER passed a value typed
+	// in the cell (also in Executed, and in accuracy); LiteralRight of them
+	// matched the gold.
+	Literal      int `json:"literal,omitempty"`
+	LiteralRight int `json:"literal_right,omitempty"`
 }
 
 // Money is a row's cost at its model's price.
@@ -471,6 +476,12 @@ func buildRow(run int, r *Run, model, cond string, prices map[string]Price) Row 
 			row.Sources.Unexecuted++
 		default:
 			row.Sources.None++
+		}
+		if t.Literal {
+			row.Sources.Literal++
+			if t.AnswerRight {
+				row.Sources.LiteralRight++
+			}
 		}
 		groups = append(groups, idx[t.Task])
 		correct = append(correct, t.Correct)

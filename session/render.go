@@ -211,31 +211,52 @@ func fence(lang kernel.Language) string {
 	return "python"
 }
 
-// sessionRules describes the live session in the rules of every protocol;
-// it says the cells' variables are bound only when they are.
-func sessionRules(in Input) string {
+// sessionRules describes the live session in the rules of the bare, eval
+// and transcript protocols: the cells' variables are said to be bound only
+// when they are, and the harness's notes are introduced only where the
+// model reads outputs of its own cells (not in one shot, which reads none).
+// How long output is cut is said by the note at each cut, which names
+// where the full text is; the rules do not repeat it.
+func sessionRules(in Input, oneShot bool) string {
 	lang := in.Transcript.Language
-	ran := "The cells shown already ran and their variables are still bound: build on them. "
+	ran := "The cells shown already ran; their variables are still bound: build on them. "
 	if in.NothingBound {
 		ran = "The cells shown already ran. "
 	}
-	return "You are working in a live " + langName(lang) + " session over the data in the folder data/. " + ran +
-		"Output longer than " + budgetText(in.Budget) + " characters per cell is cut in the middle. " +
-		"When you have the answer, call ANSWER(value) in code; the answer must come from code that ran."
+	s := "This is a live " + langName(lang) + " session over the data in data/. " + ran
+	if !oneShot {
+		s += notesRule + " "
+	}
+	return s + answerRule(lang)
 }
 
-func budgetText(budget int) string {
-	switch {
-	case budget == 0:
-		return strconv.Itoa(DefaultBudget)
-	case budget < 0:
-		return "a million"
+// notesRule introduces the harness's notes, once, in the rules of every
+// protocol whose model reads outputs.
+var notesRule = Note("…") + " lines are harness notes."
+
+// answerRule says how ANSWER works, in the same words in every protocol
+// but cli (whose answer is a final message): it may be called in the cell
+// that computes the value, the call ends the run, and what to pass.
+func answerRule(lang kernel.Language) string {
+	return "ANSWER(value) in code answers and ends the run, also in the cell that computes value: " +
+		answerKinds(lang) + ", from code that ran."
+}
+
+// answerKinds is what an answer may be, in the same words in every
+// protocol (A's JSON object is Python's dict; Go names its map).
+func answerKinds(lang kernel.Language) string {
+	record := "dict"
+	if lang == kernel.Go {
+		record = "map"
 	}
-	return strconv.Itoa(budget)
+	return "a number, string, list, or " + record + " for several named parts"
 }
 
 func system(in Input, protocol string) Message {
-	text := sessionRules(in) + "\n" + protocol
+	text := sessionRules(in, false)
+	if protocol != "" {
+		text += "\n" + protocol
+	}
 	if r := strings.TrimSpace(in.Rules); r != "" {
 		text += "\n" + r
 	}
@@ -246,8 +267,8 @@ func question(q string) Message { return Message{Role: "user", Content: q} }
 
 func renderBare(in Input) Request {
 	lang := in.Transcript.Language
-	msgs := []Message{system(in, "Each message you send is run, exactly as written, as the next cell, "+
-		"and the reply is the cell's output. Send code only: no prose and no Markdown fences.")}
+	msgs := []Message{system(in, "Your message runs as written as the next cell; the reply is its output. "+
+		"Code only: no prose, no Markdown fences.")}
 	cell := func(c Cell) {
 		// The history holds each cell as it ran; a message with no code
 		// (nothing ran) as the model sent it.
@@ -272,7 +293,7 @@ func renderBare(in Input) Request {
 
 func renderEval(in Input) Request {
 	lang := in.Transcript.Language
-	msgs := []Message{system(in, "Run code with the eval tool: each call runs as the next cell and returns its output.")}
+	msgs := []Message{system(in, "")}
 	cell := func(c Cell, id string) {
 		if c.Call == nil && strings.TrimSpace(c.Code) == "" {
 			// A message without a call or code (cut at the output-token
@@ -330,7 +351,7 @@ func ranAs(c Cell, id string) ToolCall {
 func renderTranscript(in Input) Request {
 	lang := in.Transcript.Language
 	var b strings.Builder
-	b.WriteString(sessionRules(in))
+	b.WriteString(sessionRules(in, true))
 	if r := strings.TrimSpace(in.Rules); r != "" {
 		b.WriteString("\n" + r)
 	}
@@ -345,19 +366,16 @@ func renderTranscript(in Input) Request {
 	for _, c := range in.New {
 		b.WriteString("\n" + c.Text(lang, in.Budget))
 	}
-	b.WriteString("\nReply with one ```" + fence(lang) + " code block that continues this session and calls ANSWER(value). " +
-		"It runs once, as the next cell; nothing else in your reply is read.")
+	b.WriteString("\nReply with one ```" + fence(lang) + " code block: it runs once, as the next cell; nothing else in your reply is read.")
 	return Request{Protocol: TranscriptText, Messages: []Message{{Role: "user", Content: b.String()}}}
 }
 
 // cliRules are the rules of the cli protocol; the skill document follows
-// them in the system message.
+// them in the system message. The tools describe themselves.
 func cliRules(in Input) string {
-	return "You answer questions about the data in the folder data/ of a sandbox, with two tools: " +
-		"read(path, offset, limit) returns numbered lines of a file, and bash(command) runs a shell command " +
-		"and returns its output and exit status. Output longer than " + budgetText(in.Budget) +
-		" characters per call is cut in the middle. When you have the answer, reply with one final message, " +
-		"without a tool call, of the form \"ANSWER: <value>\", the value as JSON."
+	return "You answer questions about the data in data/ of a sandbox with the tools read and bash. " + notesRule + " " +
+		"Answer with one final message, without a tool call: \"ANSWER: <value>\"; it ends the run. " +
+		"value is JSON: " + answerKinds(kernel.Python) + "."
 }
 
 func renderCLI(in Input) Request {

@@ -39,15 +39,19 @@ func TestOutput(t *testing.T) {
 			Error: &kernel.ErrorInfo{Name: "ZeroDivisionError", Value: "division by zero"}}}, kernel.Python, 0,
 			"ZeroDivisionError: division by zero"},
 		{"printed text cut, python keeps it", Cell{Code: "p", Result: kernel.Result{Count: 7, Stdout: long}}, kernel.Python, 100,
-			strings.Repeat("0123456789abcdefghi\n", 2) + "[ctxcode: 9920 characters of the printed output cut here; the full text is in _stdout[7]]\n" +
+			strings.Repeat("0123456789abcdefghi\n", 2) + "[ctxcode: 9920 characters of the printed output cut here; the full text is in the variable _stdout[7]]\n" +
 				strings.Repeat("0123456789abcdefghi\n", 2)[:39]},
 		{"value cut", Cell{Code: "v", Result: ok(8, long)}, kernel.Python, 100,
-			"Out[8]: \n0123456789abcdefghi\n0123456789abcdefghi\n[ctxcode: 9920 characters of the value cut here; the full value is Out[8]]\n" +
+			"Out[8]: \n0123456789abcdefghi\n0123456789abcdefghi\n[ctxcode: 9920 characters of the value cut here; the whole value is still in the variable Out[8]]\n" +
 				strings.Repeat("0123456789abcdefghi\n", 2)[:39]},
 		{"go keeps nothing", Cell{Code: "v", Result: ok(9, long)}, kernel.Go, 100,
-			"Out[9]: \n0123456789abcdefghi\n0123456789abcdefghi\n[ctxcode: 9920 characters of the value cut here; it is not kept, so show a smaller part of it]\n" +
+			"Out[9]: \n0123456789abcdefghi\n0123456789abcdefghi\n[ctxcode: 9920 characters of the value cut here; the full text is kept nowhere: show a smaller part of it]\n" +
 				strings.Repeat("0123456789abcdefghi\n", 2)[:39]},
 		{"no budget", Cell{Code: "p", Result: kernel.Result{Count: 10, Stdout: long}}, kernel.Python, -1, strings.TrimSuffix(long, "\n")},
+		{"traceback cut, kept nowhere", Cell{Code: "f()", Result: kernel.Result{Count: 11, Status: kernel.StatusError,
+			Error: &kernel.ErrorInfo{Name: "ValueError", Value: "v", Traceback: long}}}, kernel.Python, 100,
+			"0123456789abcdefghi\n0123456789abcdefghi\n[ctxcode: 9920 characters of the traceback cut here; the full traceback is kept nowhere]\n" +
+				strings.Repeat("0123456789abcdefghi\n", 2)[:39]},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,8 +66,8 @@ func TestOutputBudgetSharesFairly(t *testing.T) {
 		Value: strings.Repeat("v", 5000)}}
 	out := c.Output(kernel.Python, DefaultBudget)
 	assert.Contains(t, out, "short warning\n")
-	assert.Contains(t, out, "the full text is in _stdout[3]")
-	assert.Contains(t, out, "the full value is Out[3]")
+	assert.Contains(t, out, "the full text is in the variable _stdout[3]")
+	assert.Contains(t, out, "the whole value is still in the variable Out[3]")
 	notes := 0
 	for _, line := range strings.Split(out, "\n") {
 		if strings.HasPrefix(line, "[ctxcode:") {
@@ -272,7 +276,7 @@ func TestRulesAreTrueOfTheNamespace(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, b.Messages[0].Content, "their variables are still bound: build on them", p)
 		assert.NotContains(t, u.Messages[0].Content, "still bound", p)
-		assert.Equal(t, strings.Replace(b.Messages[0].Content, " and their variables are still bound: build on them", "", 1), u.Messages[0].Content,
+		assert.Equal(t, strings.Replace(b.Messages[0].Content, "; their variables are still bound: build on them", "", 1), u.Messages[0].Content,
 			"%s: the rules differ only in what is bound", p)
 	}
 }
@@ -285,9 +289,9 @@ func TestOutputPointsOnlyToWhatIsKept(t *testing.T) {
 	capped := kernel.JoinCut(lines, lines, 5000)
 	c := Cell{Code: "p", Result: kernel.Result{Count: 7, Stdout: capped, Stderr: lines, DroppedBytes: 5000}}
 	out := c.Output(kernel.Python, 200)
-	assert.Contains(t, out, "characters of the printed output cut here; the kernel dropped 5000 bytes of it past its output cap, so the full text is not kept: print a smaller part of it]")
+	assert.Contains(t, out, "characters of the printed output cut here; the kernel dropped 5000 bytes of it past its output cap, so the full text is kept nowhere: print a smaller part of it]")
 	assert.NotContains(t, out, "_stdout[7]")
-	assert.Contains(t, out, "characters of the standard error cut here; the full text is in _stderr[7]]", "stderr was kept whole")
+	assert.Contains(t, out, "characters of the standard error cut here; the full text is in the variable _stderr[7]]", "stderr was kept whole")
 }
 
 // TestCutKeepsALineThatStartsTheTail: a tail that already starts a line
@@ -362,7 +366,7 @@ func TestCLIHistory(t *testing.T) {
 	assert.Equal(t, []ToolCall{bash}, msgs[2].ToolCalls)
 	out := msgs[3].Content
 	assert.True(t, strings.HasPrefix(out, "0123456789abcdefghi\n0123456789abcdefghi\n[ctxcode: 920 characters of the printed output cut here; "+
-		"it is not kept, so show a smaller part of it]\n"), out)
+		"the full text is kept nowhere: show a smaller part of it]\n"), out)
 	assert.True(t, strings.HasSuffix(out, "0123456789abcdefghi\n[ctxcode: exit status 1]"), "the exit status comes last, never cut: %s", out)
 	assert.Equal(t, []ToolCall{{ID: "c3", Name: "bash", Arguments: "{}"}}, msgs[4].ToolCalls)
 	assert.Equal(t, "[ctxcode: your message was cut at the output-token limit]\n"+
@@ -371,6 +375,5 @@ func TestCLIHistory(t *testing.T) {
 	assert.Equal(t, Message{Role: "user", Content: "[ctxcode: your message was cut at the output-token limit]"}, msgs[7])
 	assert.Equal(t, msgs[3].Content, CLIOutput(in.New[1], 100), "CLIOutput is the tool message")
 
-	assert.Contains(t, req.Messages[0].Content, "Output longer than 100 characters per call is cut in the middle.")
 	assert.Contains(t, req.Messages[0].Content, `"ANSWER: <value>"`)
 }

@@ -168,13 +168,15 @@ func cut(p *part, keep int) string {
 	switch {
 	case p.kernelCut > 0:
 		msg += "; the kernel dropped " + strconv.FormatInt(p.kernelCut, 10) +
-			" bytes of it past its output cap, so the full text is not kept: print a smaller part of it"
+			" bytes of it past its output cap, so the full text is kept nowhere: print a smaller part of it"
 	case p.home != "" && p.what == "value":
-		msg += "; the full value is " + p.home
+		msg += "; the whole value is still in the variable " + p.home
 	case p.home != "":
-		msg += "; the full text is in " + p.home
-	case p.what != "traceback":
-		msg += "; it is not kept, so show a smaller part of it"
+		msg += "; the full text is in the variable " + p.home
+	case p.what == "traceback":
+		msg += "; the full traceback is kept nowhere"
+	default:
+		msg += "; the full text is kept nowhere: show a smaller part of it"
 	}
 	note := Note(msg)
 	if !strings.HasSuffix(head, "\n") {

@@ -716,6 +716,10 @@ func printBenchSummary(w io.Writer, out *bench.Outcome, spec bench.Spec, dir str
 			fmt.Fprintf(w, "%-8s %d unexecuted answer(s), %d of them right: stated in text, not computed by code, so not counted in accuracy\n",
 				r.Condition, r.Unexecuted, r.UnexecutedRight)
 		}
+		if r.Literal > 0 {
+			fmt.Fprintf(w, "%-8s %d literal answer(s), %d of them right: ANSWER of a value typed in the cell; counted in accuracy\n",
+				r.Condition, r.Literal, r.LiteralRight)
+		}
 	}
 	if len(rows) > 0 && rows[0].Estimated {
 		fmt.Fprintln(w, "(means per trial; token counts estimated by the tokenizer where the model reported none)")

@@ -5,9 +5,20 @@ values and dates made plain; repr as the last resort) as the session's
 answer and ends the cell by raising Answer, which the shells pass up and
 main does not count as an error. exit() and quit() end the kernel process
 (the client sees it die and may restart it).
+
+ANSWER also records whether its argument was a literal typed in the cell
+(ANSWER(42), ANSWER(["a", "b"])): no name, call or operator computed it.
+It finds the call that ran in the cell's own source (linecache holds
+every cell's code under its compiled file name) with Python's parser, at
+the exact position of the running instruction where the interpreter gives
+one (3.11 and later), else on its line; a call it cannot place, or a cell
+it cannot read, is not literal.
 """
 
+import ast
 import collections
+import linecache
+import sys
 import datetime
 import decimal
 import json
@@ -24,9 +35,61 @@ class Answer(BaseException):
 class _Recorded:
     def __init__(self):
         self.value = None
+        self.literal = False
 
 
 recorded = _Recorded()  # the answer of the cell running now; main resets it
+
+# cell_file says whether a compiled file name is a cell's; cells sets it
+# (it is made after this module).
+cell_file = lambda filename: False
+
+
+def _literal(node):
+    """Whether node is a literal: a constant, a signed number, or a list,
+    tuple, set or dict of literals (an f-string with no field is one)."""
+    if isinstance(node, ast.Constant):
+        return node.value is not Ellipsis
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = getattr(node.operand, "value", None)
+        return isinstance(node.operand, ast.Constant) and isinstance(v, (int, float, complex)) and not isinstance(v, bool)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _literal(k) for k in node.keys) and all(_literal(v) for v in node.values)
+    if isinstance(node, ast.JoinedStr):
+        return all(isinstance(v, ast.Constant) for v in node.values)
+    return False
+
+
+def _typed(frame):
+    """Whether the ANSWER call running in frame, a cell's, passes a literal."""
+    try:
+        code = frame.f_code
+        if not cell_file(code.co_filename):
+            return False
+        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
+    except Exception:
+        return False
+    calls = [n for n in ast.walk(tree)
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "ANSWER"]
+    here = None
+    if hasattr(code, "co_positions"):  # 3.11: the running instruction's span
+        try:
+            pos = list(code.co_positions())[frame.f_lasti // 2]
+            here = [c for c in calls if (c.lineno, c.end_lineno, c.col_offset, c.end_col_offset) == pos]
+        except Exception:
+            here = None
+    if not here:
+        line = frame.f_lineno
+        here = [c for c in calls if c.lineno <= line <= (c.end_lineno or c.lineno)]
+    if not here:
+        return False
+    for c in here:
+        args = list(c.args) + [k.value for k in c.keywords]
+        if len(args) != 1 or isinstance(args[0], ast.Starred) or not _literal(args[0]):
+            return False
+    return True
 
 
 def _plain(o, depth=0):
@@ -101,6 +164,10 @@ def ANSWER(value):
         recorded.value = json.loads(json.dumps(_plain(value), allow_nan=False, ensure_ascii=False))
     except Exception:
         recorded.value = repr(value)
+    try:
+        recorded.literal = _typed(sys._getframe(1))
+    except Exception:
+        recorded.literal = False
     raise Answer()
 
 

@@ -329,6 +329,7 @@ def bind_driver_names(ns):
     import warnings
 
     ns["ANSWER"] = answer.ANSWER
+    answer.cell_file = is_cell_file
     ns["_stdout"], ns["_stderr"] = {}, {}
     ns["exit"] = ns["quit"] = builtins.exit = builtins.quit = answer.Exiter()
     warnings.filterwarnings("ignore", message="To exit: use")

@@ -22,7 +22,7 @@ def run_exec(sh, out, req, main_pid):
     timeout = max(int(req.get("timeout_ms") or 30000), 1) / 1000.0
     cap = max(int(req.get("max_output_bytes") or 1 << 20), 64)
     code = req.get("code") or ""
-    answer.recorded.value = None
+    answer.recorded.value, answer.recorded.literal = None, False
     out.begin(cap)
     n0 = sh.next_count()
     started = time.monotonic()
@@ -54,7 +54,7 @@ def run_exec(sh, out, req, main_pid):
     if exc is not None and not issubclass(exc[0], answer.Answer):
         status = "timeout" if limits.fired(exc[0]) else "error"
         error = cells.error_info(*exc)
-    return {
+    resp = {
         "id": req.get("id", 0),
         "count": n,
         "status": status,
@@ -66,6 +66,9 @@ def run_exec(sh, out, req, main_pid):
         "elapsed_ms": elapsed,
         "dropped_bytes": dropped + d,
     }
+    if answer.recorded.literal and answer.recorded.value is not None:
+        resp["answer_literal"] = True
+    return resp
 
 
 def main():

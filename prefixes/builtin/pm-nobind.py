@@ -1,10 +1,9 @@
 # name: pm-nobind
 # language: python
 # description: The pm demonstration with the same outputs, but no data variable survives: every cell repeats full expressions (the B0 control).
-# rules: Nothing is loaded: read data/<name>.jsonl (teams, users, projects, tasks, events) in each cell you write.
 # %%
 import json, os
-sorted(os.listdir('data'))
+sorted(f for f in os.listdir('data') if f.endswith('.jsonl'))
 # %%
 tuple(len([json.loads(l) for l in open(f'data/{n}.jsonl')])
       for n in ['teams', 'users', 'projects', 'tasks', 'events'])

@@ -1,10 +1,10 @@
 # name: pm
 # language: python
 # description: The project-management workspace: teams, users, projects, tasks and events bound as lists of dicts.
-# rules: The data is loaded: teams, users, projects, tasks and events are lists of dicts.
+# rules: teams, users, projects, tasks and events are lists of dicts.
 # %%
 import json, os
-sorted(os.listdir('data'))
+sorted(f for f in os.listdir('data') if f.endswith('.jsonl'))
 # %%
 def load(name):
     return [json.loads(l) for l in open(f'data/{name}.jsonl')]
