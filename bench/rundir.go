@@ -611,7 +611,7 @@ func (l *Log) Append(t Trial) error {
 		if l.f == nil { // the cut line stayed: resume drops it
 			kept = "the run drops the cut line when it resumes"
 		}
-		return fmt.Errorf("trial %s: its line was not written (%w); %s, and the trial runs again: %s, and the run resumes",
+		return fmt.Errorf("trial %s: its line was not written (%w); %s, and the trial runs again when the run resumes: %s",
 			t.Key, err, kept, fix)
 	}
 	l.Trials = append(l.Trials, t)
