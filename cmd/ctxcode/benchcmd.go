@@ -42,7 +42,10 @@ A run survives a crash: run the same command again (or add --resume) and
 only the trials that have no line, or ended in an infrastructure failure
 (kernel, sandbox, or the model's API after its retries), run again; a
 finished trial never does. A RUNDIR that holds a run with another
-configuration is refused, with the differences named (--force discards it:
+configuration is refused, with the differences named: run.json pins the
+models' sampling, the conditions' first requests, the tasks, data,
+budgets, --parallel, the sandbox's limits and network, the kernel driver,
+the image or interpreter, and the ctxcode version (--force discards it:
 run.json, trials.jsonl, its trials' trajectories and the report's files
 as report wrote them; other files in the folder, and report files or
 notebooks you changed, stay, and are named).
