@@ -89,6 +89,8 @@ type Run struct {
 	Observer Observer // may be nil
 	// Warn hears of warnings (nil: discarded), one line at a time.
 	Warn io.Writer
+
+	skill skillCache // condition A's skill document (skillDocument)
 }
 
 // work is one trial to run.
@@ -125,7 +127,7 @@ func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
 	skill := ""
 	for _, c := range r.Conditions {
 		if c.Prefix == nil && skill == "" {
-			if skill, err = prefixes.SkillDocument(r.DataDir, r.Spec.Data.FollowLinks); err != nil {
+			if skill, err = r.skillDocument(r.Spec.Data.FollowLinks); err != nil {
 				return nil, fmt.Errorf("condition A's skill document: %w", err)
 			}
 		}

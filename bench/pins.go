@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"sync"
 
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/prefixes"
@@ -13,6 +14,30 @@ import (
 // PlaceholderQuestion stands for the task's question in the first request
 // a condition's hash is taken of (FirstRequestSHA256).
 const PlaceholderQuestion = "<the question goes here>"
+
+// skillCache is condition A's skill document of a Run's data folder,
+// made once (it reads the data: a quarter of a second for tier xl) for
+// both the first request's hash and the trials.
+type skillCache struct {
+	mu     sync.Mutex
+	done   bool
+	follow bool // the followLinks it was made with
+	doc    string
+	err    error
+}
+
+// skillDocument is condition A's skill document of r's data folder, links
+// out of it taken with followLinks.
+func (r *Run) skillDocument(followLinks bool) (string, error) {
+	c := &r.skill
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done || c.follow != followLinks {
+		c.doc, c.err = prefixes.SkillDocument(r.DataDir, followLinks)
+		c.done, c.follow = true, followLinks
+	}
+	return c.doc, c.err
+}
 
 // session is the agent's session and configuration for a trial of cond,
 // without its kernel and cells: condition A's skill document and data
@@ -39,7 +64,7 @@ func (r *Run) FirstRequestSHA256(cond Condition, followLinks bool) (string, erro
 	skill := ""
 	if cond.Prefix == nil {
 		var err error
-		if skill, err = prefixes.SkillDocument(r.DataDir, followLinks); err != nil {
+		if skill, err = r.skillDocument(followLinks); err != nil {
 			return "", fmt.Errorf("condition %s's skill document: %w", cond.Name, err)
 		}
 	}

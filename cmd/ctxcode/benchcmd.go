@@ -271,9 +271,6 @@ type benchSetup struct {
 	prefix     *prefixes.Prefix    // --prefix, or pm
 	conditions []bench.Condition
 	language   kernel.Language
-	// firstRequests are the conditions' first-request hashes, in their
-	// order, once spec has made them (condition A's reads the data).
-	firstRequests []string
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -629,16 +626,12 @@ func (o *benchOptions) spec(ctx context.Context, s *benchSetup, run *bench.Run, 
 	for _, m := range run.Models {
 		sp.Models = append(sp.Models, m.ModelInfo)
 	}
-	for i, c := range s.conditions {
-		if len(s.firstRequests) == i {
-			h, err := run.FirstRequestSHA256(c, o.sandbox.followLinks)
-			if err != nil {
-				return bench.Spec{}, err
-			}
-			s.firstRequests = append(s.firstRequests, h)
-		}
+	for _, c := range s.conditions {
 		ci := c.Info()
-		ci.FirstRequest = s.firstRequests[i]
+		var err error
+		if ci.FirstRequest, err = run.FirstRequestSHA256(c, o.sandbox.followLinks); err != nil {
+			return bench.Spec{}, err
+		}
 		sp.Conditions = append(sp.Conditions, ci)
 	}
 	if s.manifest != nil {
