@@ -12,6 +12,7 @@ import (
 
 	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/llm/llmtest"
 )
 
 // readSpec reads run.json of the run in dir.
@@ -146,4 +147,42 @@ func TestBenchResumeRefusesChangedRules(t *testing.T) {
 	got = runCLI(t, "", args...)
 	require.Equal(t, exitOK, got.code, got.stderr)
 	assert.Contains(t, got.stderr, "resuming: 2 of 2 trials already have a result")
+}
+
+// TestBenchPinsSampling: run.json records how an API model is sampled, as
+// the requests carry it (temperature 0, greedy; the --sample-seed), and a
+// resume with another seed is refused.
+//
+// It fails on main: run.json held no temperature, and the seed was not
+// named apart ("models: [...]").
+func TestBenchPinsSampling(t *testing.T) {
+	requireDocker(t)
+	data := pmData(t)
+	tasks := builtinTasks(t, data)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	srv := llmtest.NewServer(t, answerReply(t, tasks["s-t1-1"].Gold))
+	out := filepath.Join(t.TempDir(), "run")
+	args := func(more ...string) []string {
+		return append([]string{"bench", "--model", "m", "--base-url", srv.URL, "--data", data, "--conditions", "D",
+			"--task", "s-t1-1", "--parallel", "1", "--out", out}, more...)
+	}
+	got := runCLI(t, "", args("--sample-seed", "7")...)
+	require.Equal(t, exitOK, got.code, got.stderr)
+	reqs := srv.Requests()
+	require.Len(t, reqs, 1)
+	require.NotNil(t, reqs[0].Body.Seed)
+	assert.Equal(t, 7, *reqs[0].Body.Seed)
+	require.NotNil(t, reqs[0].Body.Temperature)
+	assert.Less(t, *reqs[0].Body.Temperature, 1e-30, "greedy")
+
+	m := readSpec(t, out).Models
+	require.Len(t, m, 1)
+	require.NotNil(t, m[0].Temperature)
+	assert.Zero(t, *m[0].Temperature)
+	require.NotNil(t, m[0].Seed)
+	assert.Equal(t, 7, *m[0].Seed)
+
+	got = runCLI(t, "", args("--sample-seed", "8", "--resume")...)
+	assert.Equal(t, exitUsage, got.code, got.stderr)
+	assert.Contains(t, got.stderr, "model m: sampling seed (--sample-seed) 7 in the run, 8 now")
 }
