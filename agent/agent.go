@@ -404,12 +404,7 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 		r.res.Setup = time.Since(started)
 		r.emitPrefix()
 	}
-	if s.Prefix != nil {
-		r.in = s.Prefix.Input(cells, info.Question)
-	} else {
-		r.in = session.Input{Skill: s.Skill, Question: info.Question}
-	}
-	r.in.Budget = cfg.OutputBudget
+	r.in = firstInput(s, cells, info.Question, cfg)
 	var err error
 	if cfg.Protocol == session.TranscriptText {
 		err = r.oneShot(ctx)
@@ -456,6 +451,28 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 	}
 	tr.Emit("end", end)
 	return r.res, nil
+}
+
+// firstInput is what the first request of a run in s renders: the prefix
+// over cells (or, without a prefix, the skill document), the question and
+// the output budget.
+func firstInput(s *Session, cells []session.Cell, question string, cfg Config) session.Input {
+	var in session.Input
+	if s.Prefix != nil {
+		in = s.Prefix.Input(cells, question)
+	} else {
+		in = session.Input{Skill: s.Skill, Question: question}
+	}
+	in.Budget = cfg.OutputBudget
+	return in
+}
+
+// FirstRequest is the first request Run sends for question in s with
+// cfg, over s.Cells (s.Skill for cli), without a kernel: what a caller
+// hashes to pin a condition's rules, tools and framing.
+func FirstRequest(s *Session, cfg Config, question string) (session.Request, error) {
+	cfg = cfg.withDefaults()
+	return session.Render(cfg.Protocol, firstInput(s, s.Cells, question, cfg))
 }
 
 // check says whether the session fits the protocol, before anything runs;

@@ -560,3 +560,42 @@ func TestGradeCountsUnexecutedAnswersApart(t *testing.T) {
 	assert.Equal(t, false, ev["accurate"])
 	assert.Equal(t, "unexecuted", ev["source"])
 }
+
+// TestFirstRequestIsWhatRunSends: FirstRequest, which a bench run hashes
+// to pin each condition's first request, is the request Run sends first,
+// message for message and tool for tool, in every protocol.
+func TestFirstRequestIsWhatRunSends(t *testing.T) {
+	for _, tc := range []struct {
+		protocol session.Protocol
+		session  func(t *testing.T) *agent.Session
+	}{
+		{session.Bare, func(t *testing.T) *agent.Session { return pmSession(t, "pm") }},
+		{session.Eval, func(t *testing.T) *agent.Session { return pmSession(t, "pm-nobind") }},
+		{session.TranscriptText, func(t *testing.T) *agent.Session { return pmSession(t, "pm") }},
+		{session.CLI, func(t *testing.T) *agent.Session { return cliSession(t, pmDir) }},
+	} {
+		t.Run(string(tc.protocol), func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.Error(400, "invalid_request_error", "stop here"))
+			s := tc.session(t)
+			cfg := agent.Config{Protocol: tc.protocol, OutputBudget: 700}
+			out := run(t, s, openAI(t, srv), cfg, blockedQ)
+			require.Equal(t, agent.ModelFailed, out.res.Status)
+			reqs := srv.Requests()
+			require.Len(t, reqs, 1)
+			sent := reqs[0].Body
+
+			want, err := agent.FirstRequest(s, cfg, blockedQ)
+			require.NoError(t, err)
+			require.Len(t, sent.Messages, len(want.Messages))
+			for i, m := range want.Messages {
+				assert.Equal(t, m.Role, sent.Messages[i].Role, "message %d", i)
+				assert.Equal(t, m.Content, sent.Messages[i].Content, "message %d", i)
+			}
+			require.Len(t, sent.Tools, len(want.Tools))
+			for i, tool := range want.Tools {
+				assert.Equal(t, tool.Name, sent.Tools[i].Function.Name)
+				assert.Equal(t, tool.Description, sent.Tools[i].Function.Description)
+			}
+		})
+	}
+}

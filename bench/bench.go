@@ -89,6 +89,8 @@ type Run struct {
 	Observer Observer // may be nil
 	// Warn hears of warnings (nil: discarded), one line at a time.
 	Warn io.Writer
+
+	skill skillCache // condition A's skill document (skillDocument)
 }
 
 // work is one trial to run.
@@ -125,7 +127,7 @@ func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
 	skill := ""
 	for _, c := range r.Conditions {
 		if c.Prefix == nil && skill == "" {
-			if skill, err = prefixes.SkillDocument(r.DataDir, r.Spec.Data.FollowLinks); err != nil {
+			if skill, err = r.skillDocument(r.Spec.Data.FollowLinks); err != nil {
 				return nil, fmt.Errorf("condition A's skill document: %w", err)
 			}
 		}
@@ -391,12 +393,8 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 		return Trial{}, &FatalError{fmt.Errorf("write a trajectory: %w", err)}
 	}
 	traj := agent.NewTrajectory(f)
-	sess := &agent.Session{Kernel: k, Prefix: cond.Prefix, Cells: cells, Started: started}
-	if cond.Prefix == nil {
-		sess.Skill, sess.DataDir, sess.FollowLinks = skill, r.DataDir, r.Spec.Data.FollowLinks
-	}
-	cfg := r.Agent
-	cfg.Protocol = cond.Protocol
+	sess, cfg := r.session(cond, skill, r.Spec.Data.FollowLinks)
+	sess.Kernel, sess.Cells, sess.Started = k, cells, started
 	info := agent.Info{Model: r.Models[w.model].Name, BaseURL: r.Models[w.model].BaseURL, Task: w.task.ID,
 		Data: r.Spec.Data.Manifest, Question: w.task.Question}
 	res, err := agent.Run(ctx, sess, model, cfg, info, traj, nil)
@@ -492,7 +490,9 @@ func fatal(res *agent.Result) error {
 
 // keepTrajectory closes the trajectory f (path's temporary file) and renames
 // it into place when it was written whole: every event written, synced,
-// not empty. Else it removes it and says why: a trajectory in place is
+// not empty; then it syncs the folder, so that the rename outlives a crash
+// of the machine as the trial's line will (a line never names a trajectory
+// a crash lost). Else it removes it and says why: a trajectory in place is
 // always whole.
 func keepTrajectory(f *os.File, traj *agent.Trajectory, path string) error {
 	err := traj.Err()
@@ -514,6 +514,9 @@ func keepTrajectory(f *os.File, traj *agent.Trajectory, path string) error {
 	if err != nil {
 		_ = os.Remove(f.Name())
 		return unwrapPath(err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("sync the folder %s: %w", filepath.Base(filepath.Dir(path)), unwrapPath(err))
 	}
 	return nil
 }

@@ -15,8 +15,21 @@
 // whole (a full disk) is never renamed into place: its trial's line has
 // status NotRecorded, class ClassInfra and no trajectory, and the run stops
 // (a FatalError). A line that could not be appended whole is cut off
-// again; a line cut short by a crash is dropped when the run is opened
-// again (its trial runs again).
+// again, and the run stops (the log ends with its last whole line); a line
+// cut short by a crash is dropped when the run is opened again (its trial
+// runs again). Each rename is followed by an fsync of the trajectories'
+// folder, and a new trials.jsonl by one of the run folder.
+//
+// # What a run pins
+//
+// The Spec holds everything that decides a trial's result: the models and
+// their sampling, each condition's prefix and the hash of its first request
+// as the agent renders it (Run.FirstRequestSHA256), the tasks with their
+// golds, the data, reps, budgets, the parallelism, the sandbox's limits and
+// network, the kernel driver and the image or interpreter (RuntimeInfo),
+// and the ctxcode version. A run resumes only under the same Spec and
+// version (Diff names the differences); a run.json of format 1, which
+// pinned less, is read (ReadDir) but not resumed.
 //
 // # Error classes
 //

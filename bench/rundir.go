@@ -24,11 +24,16 @@ import (
 
 // The files of a run directory.
 const (
-	SpecFile       = "run.json"
-	TrialsFile     = "trials.jsonl"
-	TrajectoryDir  = "trajectories"
-	lockFile       = ".lock" // held by the process running the run
-	FormatVersion  = 1
+	SpecFile      = "run.json"
+	TrialsFile    = "trials.jsonl"
+	TrajectoryDir = "trajectories"
+	lockFile      = ".lock" // held by the process running the run
+	FormatVersion = 2
+	// pinFormat is the first format whose run.json pins the runtime, the
+	// sandbox's limits, the sampling, the parallelism and the first
+	// requests; an older run is read (report) but not resumed.
+	pinFormat      = 2
+	oldestFormat   = 1
 	tempSuffix     = ".partial"
 	trajectoryExt  = ".jsonl"
 	maxLineBytes   = 64 << 20
@@ -50,10 +55,10 @@ const NotRecorded agent.Status = "not_recorded"
 
 // Spec is what a run is: everything that decides its trials' results. It
 // is written to run.json before the first trial, and a run is resumed only
-// with the same Spec (Diff says what differs).
+// with the same Spec (Diff says what differs), by the same ctxcode version.
 type Spec struct {
 	Format     int             `json:"format"`
-	Version    string          `json:"ctxcode_version"` // informational: a resume under another version warns
+	Version    string          `json:"ctxcode_version"`
 	Created    time.Time       `json:"created"`
 	Models     []ModelInfo     `json:"models"`
 	Conditions []ConditionInfo `json:"conditions"`
@@ -65,13 +70,24 @@ type Spec struct {
 	Reps     int             `json:"reps"`
 	Budgets  Budgets         `json:"budgets"`
 	Sandbox  SandboxInfo     `json:"sandbox"`
+	// Runtime is what runs the cells; zero in a Spec given to Check means
+	// not known yet (it is once the sandbox is open).
+	Runtime RuntimeInfo `json:"runtime"`
+	// Parallel is how many trials ran at once (--parallel): the load on
+	// the machine and on the API, and so the timeouts and rate limits a
+	// trial meets.
+	Parallel int `json:"parallel"`
 }
 
-// ModelInfo names a model of the run.
+// ModelInfo names a model of the run and how it is sampled.
 type ModelInfo struct {
 	Name    string `json:"name"`
 	BaseURL string `json:"base_url,omitempty"` // without credentials; empty for reference
 	Seed    *int   `json:"seed,omitempty"`     // the sampling seed sent, if any
+	// Temperature is the sampling temperature the requests ask for (0:
+	// greedy); nil when they carry none (the reference model, or an OpenAI
+	// reasoning model, which takes only its provider's default).
+	Temperature *float32 `json:"temperature,omitempty"`
 }
 
 // ConditionInfo names a condition of the run and the prefix it starts from.
@@ -81,6 +97,10 @@ type ConditionInfo struct {
 	Prefix       string `json:"prefix,omitempty"` // empty for A
 	PrefixSource string `json:"prefix_source,omitempty"`
 	PrefixSHA256 string `json:"prefix_sha256,omitempty"`
+	// FirstRequest is the SHA-256 of the condition's first request with a
+	// placeholder question, as the agent renders it (Run.FirstRequestSHA256):
+	// its rules, its tools, the prefix's code or the skill document.
+	FirstRequest string `json:"first_request_sha256,omitempty"`
 }
 
 // TaskSource says where the tasks came from: the built-in generator (Kind
@@ -121,11 +141,38 @@ func BudgetsOf(cfg agent.Config) Budgets {
 		cfg.OutputBudget, cfg.MaxRestarts, string(cfg.Encoding)}
 }
 
-// SandboxInfo says where the kernels ran.
+// SandboxInfo says where the kernels ran and within which limits. The
+// limits, the network and the rights are Docker's (sandbox.Config); a local
+// kernel has none of them, and they are zero.
 type SandboxInfo struct {
 	Kind      string `json:"kind"` // docker or local
 	Image     string `json:"image,omitempty"`
 	NoIPython bool   `json:"no_ipython,omitempty"`
+	Network   string `json:"network,omitempty"`
+	// Memory and MemorySwap are bytes (MemorySwap 0: as Memory, no swap);
+	// TmpSize the bytes of /tmp.
+	Memory        int64   `json:"memory,omitempty"`
+	MemorySwap    int64   `json:"memory_swap,omitempty"`
+	CPUs          float64 `json:"cpus,omitempty"`
+	Pids          int64   `json:"pids,omitempty"`
+	TmpSize       int64   `json:"tmp_size,omitempty"`
+	User          string  `json:"user,omitempty"`
+	WritableRoot  bool    `json:"writable_root,omitempty"`
+	KeepCaps      bool    `json:"keep_caps,omitempty"`
+	NewPrivileges bool    `json:"new_privileges,omitempty"`
+}
+
+// RuntimeInfo is what runs the cells, and so decides every output a model
+// reads: the kernel driver and the interpreter.
+type RuntimeInfo struct {
+	// Driver is prefixes.DriverVersion of the kernels' language.
+	Driver string `json:"driver"`
+	// ImageID is the Docker image's id; the image holds the interpreter.
+	ImageID string `json:"image_id,omitempty"`
+	// Interpreter is a local kernel's interpreter as the transcript cache
+	// keys it: its path, size and modification time (and the driver's
+	// flags).
+	Interpreter string `json:"interpreter,omitempty"`
 }
 
 // Key identifies a trial within a run.
@@ -233,10 +280,12 @@ const (
 
 // Open opens the run directory dir for spec, creating it when missing. In
 // a directory that holds a run with the same Spec, the trials already done
-// are read; one with a different Spec is refused with the differences
-// named (a *ConfigError), unless mode is Restart. A non-empty directory
-// that holds no run is refused unless mode is Restart. warn hears of a
-// resume under another ctxcode version and of a line cut by a crash.
+// are read; one with a different Spec (Diff), or written by another
+// ctxcode version, or of a format that pinned less (format 1), is refused
+// with the differences named (a *ConfigError), unless mode is Restart. A
+// non-empty directory that holds no run is refused unless mode is
+// Restart. warn hears of a line cut by a crash, and of what a restart
+// discards.
 func Open(dir string, spec Spec, mode OpenMode, warn io.Writer) (*Log, error) {
 	spec.Format = FormatVersion
 	if _, _, _, err := inspect(dir, &spec, mode); err != nil {
@@ -267,9 +316,6 @@ func Open(dir string, spec Spec, mode OpenMode, warn io.Writer) (*Log, error) {
 		fmt.Fprintf(warn, "ctxcode: %s: %s; --force: starting the run again\n", dir, why)
 		l, err = restart(dir, nil, spec, warn)
 	default:
-		if old.Version != spec.Version {
-			fmt.Fprintf(warn, "ctxcode: warning: the run was started by ctxcode %s and is resumed by %s\n", old.Version, spec.Version)
-		}
 		l, err = resume(dir, *old, warn)
 	}
 	if err != nil {
@@ -302,11 +348,17 @@ func lockDir(dir string) (*os.File, error) {
 // Check says, without writing anything, whether Open would refuse dir: a
 // *ConfigError, or nil. With spec nil (not known yet: the golds of a
 // user's tasks are computed in a kernel) the configurations are not
-// compared; Open compares them.
+// compared, and with spec's Runtime zero (not known before the sandbox is
+// open) the runtimes are not; Open compares them.
 func Check(dir string, spec *Spec, mode OpenMode) error {
 	if spec != nil {
 		s := *spec
 		s.Format = FormatVersion
+		if s.Runtime == (RuntimeInfo{}) {
+			if old, err := readSpec(dir); err == nil {
+				s.Runtime = old.Runtime
+			}
+		}
 		spec = &s
 	}
 	_, _, _, err := inspect(dir, spec, mode)
@@ -351,22 +403,37 @@ func inspect(dir string, spec *Spec, mode OpenMode) (st dirState, old *Spec, why
 	case err != nil:
 		return 0, nil, "", &ConfigError{dir, fmt.Sprintf("%v: fix it, or --force to start the run again", err)}
 	}
-	if spec == nil {
+	var diffs []string
+	if old.Format < pinFormat {
+		diffs = append(diffs, fmt.Sprintf("%s is of format %d, written by ctxcode %s, which did not record the sandbox's limits, "+
+			"the sampling, --parallel, the kernel driver, the interpreter, the image or the conditions' first requests: "+
+			"whether this run would run its trials as they ran cannot be checked (ctxcode report still reads it)",
+			SpecFile, old.Format, old.Version))
+	}
+	if spec != nil {
+		diffs = append(diffs, Diff(*old, *spec)...)
+	}
+	if len(diffs) == 0 || spec == nil && (mode == Restart || !hasTrials(dir)) {
+		// Without a spec, a run with no trial line is judged by Open.
 		return sameRun, old, "", nil
 	}
-	if diffs := Diff(*old, *spec); len(diffs) > 0 {
-		if mode == Restart {
-			return otherRun, old, strings.Join(diffs, "; "), nil
-		}
-		if st, err := os.Stat(filepath.Join(dir, TrialsFile)); mode != MustResume && (errors.Is(err, os.ErrNotExist) || err == nil && st.Size() == 0) {
-			// Nothing ran (a model or prefix refused before the first
-			// trial): nothing is lost by starting again.
-			return emptyRun, old, strings.Join(diffs, "; "), nil
-		}
-		return 0, nil, "", &ConfigError{dir, "holds a run with another configuration, so it cannot be resumed with this one:\n  " +
-			strings.Join(diffs, "\n  ") + "\ngive another --out for a new run, or --force to discard this one and start again"}
+	if mode == Restart {
+		return otherRun, old, strings.Join(diffs, "; "), nil
 	}
-	return sameRun, old, "", nil
+	if mode != MustResume && !hasTrials(dir) {
+		// Nothing ran (a model or prefix refused before the first
+		// trial): nothing is lost by starting again.
+		return emptyRun, old, strings.Join(diffs, "; "), nil
+	}
+	return 0, nil, "", &ConfigError{dir, "holds a run with another configuration, so it cannot be resumed with this one:\n  " +
+		strings.Join(diffs, "\n  ") + "\ngive another --out for a new run, or --force to discard this one and start again"}
+}
+
+// hasTrials says whether the run in dir has a trial line, or something
+// that may be one.
+func hasTrials(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, TrialsFile))
+	return !errors.Is(err, os.ErrNotExist) && (err != nil || st.Size() > 0)
 }
 
 func readSpec(dir string) (*Spec, error) {
@@ -378,8 +445,8 @@ func readSpec(dir string) (*Spec, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("%s is not a run's configuration: %v", SpecFile, err)
 	}
-	if s.Format != FormatVersion {
-		return nil, fmt.Errorf("%s has format %d; this ctxcode reads format %d", SpecFile, s.Format, FormatVersion)
+	if s.Format < oldestFormat || s.Format > FormatVersion {
+		return nil, fmt.Errorf("%s has format %d; this ctxcode reads formats %d to %d", SpecFile, s.Format, oldestFormat, FormatVersion)
 	}
 	return &s, nil
 }
@@ -429,6 +496,8 @@ func restart(dir string, old *Spec, spec Spec, warn io.Writer) (*Log, error) {
 
 func resume(dir string, spec Spec, warn io.Writer) (*Log, error) {
 	path := filepath.Join(dir, TrialsFile)
+	_, serr := os.Stat(path)
+	created := errors.Is(serr, os.ErrNotExist)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, trialsFilePerm)
 	if err != nil {
 		return nil, err
@@ -438,6 +507,13 @@ func resume(dir string, spec Spec, warn io.Writer) (*Log, error) {
 	if err != nil {
 		_ = f.Close()
 		return nil, &ConfigError{dir, err.Error()}
+	}
+	if created {
+		// The folder holds the new file's name only once it is synced.
+		if err := syncDir(dir); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
 	}
 	if st, err := f.Stat(); err == nil && st.Size() > good {
 		// The last line was cut by a crash: drop it, so the next line
@@ -516,8 +592,10 @@ func (l *Log) attempts(k Key) int {
 	return n
 }
 
-// Append writes t as one line, flushes and fsyncs it. It is safe for
-// concurrent use.
+// Append writes t as one line, flushes and fsyncs it. A line that could
+// not be written whole (a full disk) is cut off again, and the error says
+// so: the log ends with its last whole line, the trial has no line and
+// runs again when the run resumes. It is safe for concurrent use.
 func (l *Log) Append(t Trial) error {
 	b, err := json.Marshal(t)
 	if err != nil {
@@ -529,7 +607,16 @@ func (l *Log) Append(t Trial) error {
 		return errors.New("the run log is closed")
 	}
 	if err := l.write(append(b, '\n')); err != nil {
-		return err
+		fix := "fix that"
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			fix = "free some space on the disk of " + l.Dir
+		}
+		kept := TrialsFile + " ends with its last whole line"
+		if l.f == nil { // the cut line stayed: resume drops it
+			kept = "the run drops the cut line when it resumes"
+		}
+		return fmt.Errorf("trial %s: its line was not written (%w); %s, and the trial runs again when the run resumes: %s",
+			t.Key, err, kept, fix)
 	}
 	l.Trials = append(l.Trials, t)
 	l.Last[t.Key] = t
@@ -663,18 +750,24 @@ func safeName(s string) string {
 }
 
 // Diff names what differs between the Spec of a run and another, one
-// phrase per field ("reps: 1 in the run, 3 now"); the creation time and
-// the ctxcode version are not compared, nor where the data folder is.
+// phrase per field, named as the flag that sets it where one does
+// ("memory (--memory): 2g in the run, 4g now"); the creation time is not
+// compared, nor where the data folder, the task file and a prefix's file
+// are (their content is).
 func Diff(was, now Spec) []string {
 	var diffs []string
+	add := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
 	field := func(name string, a, b any) {
 		ja, _ := json.Marshal(a)
 		jb, _ := json.Marshal(b)
 		if !bytes.Equal(ja, jb) {
-			diffs = append(diffs, fmt.Sprintf("%s: %s in the run, %s now", name, clip(string(ja)), clip(string(jb))))
+			add("%s: %s in the run, %s now", name, clip(string(ja)), clip(string(jb)))
 		}
 	}
-	field("models", was.Models, now.Models)
+	if was.Version != now.Version {
+		add("ctxcode version: %s in the run, %s now (finish the run with the ctxcode that started it)", was.Version, now.Version)
+	}
+	diffs = append(diffs, diffModels(was.Models, now.Models)...)
 	field("conditions", conditionNames(was.Conditions), conditionNames(now.Conditions))
 	if equalNames(was.Conditions, now.Conditions) {
 		// The prefix's content decides, not where its file is.
@@ -683,10 +776,13 @@ func Diff(was, now Spec) []string {
 				switch {
 				case a.Name != b.Name:
 				case a.Protocol != b.Protocol:
-					diffs = append(diffs, fmt.Sprintf("condition %s: protocol %s in the run, %s now", a.Name, a.Protocol, b.Protocol))
+					add("condition %s: protocol %s in the run, %s now", a.Name, a.Protocol, b.Protocol)
 				case a.Prefix != b.Prefix || a.PrefixSHA256 != b.PrefixSHA256:
-					diffs = append(diffs, fmt.Sprintf("condition %s: prefix %s (sha256 %s) in the run, %s (sha256 %s) now",
-						a.Name, a.Prefix, head12(a.PrefixSHA256), b.Prefix, head12(b.PrefixSHA256)))
+					add("condition %s: prefix %s (sha256 %s) in the run, %s (sha256 %s) now",
+						a.Name, a.Prefix, head12(a.PrefixSHA256), b.Prefix, head12(b.PrefixSHA256))
+				case a.FirstRequest != b.FirstRequest:
+					add("condition %s: first request sha256 %s in the run, %s now (its rules, tools or framing changed)",
+						a.Name, orNone(head12(a.FirstRequest)), orNone(head12(b.FirstRequest)))
 				}
 			}
 		}
@@ -696,15 +792,121 @@ func Diff(was, now Spec) []string {
 	wt.File, nt.File = "", ""
 	field("tasks", wt, nt)
 	if ha, hb := taskListHash(was.TaskList), taskListHash(now.TaskList); ha != hb {
-		diffs = append(diffs, fmt.Sprintf("task list: %d tasks (sha256 %s) in the run, %d tasks (sha256 %s) now",
-			len(was.TaskList), ha[:12], len(now.TaskList), hb[:12]))
+		add("task list: %d tasks (sha256 %s) in the run, %d tasks (sha256 %s) now",
+			len(was.TaskList), ha[:12], len(now.TaskList), hb[:12])
 	}
 	field("data", was.Data.SHA256, now.Data.SHA256)
 	field("data follow_links (--follow-links)", was.Data.FollowLinks, now.Data.FollowLinks)
 	field("reps", was.Reps, now.Reps)
 	field("budgets", was.Budgets, now.Budgets)
-	field("sandbox", was.Sandbox, now.Sandbox)
+	diffs = append(diffs, diffSandbox(was.Sandbox, now.Sandbox)...)
+	diffs = append(diffs, diffRuntime(was.Runtime, now.Runtime)...)
+	if was.Parallel != now.Parallel {
+		add("parallel (--parallel): %d in the run, %d now", was.Parallel, now.Parallel)
+	}
 	return diffs
+}
+
+// diffModels names what differs of the models: their list, or, model by
+// model, where they are asked and how they are sampled.
+func diffModels(was, now []ModelInfo) []string {
+	same := len(was) == len(now)
+	for i := range was {
+		same = same && was[i].Name == now[i].Name
+	}
+	if !same {
+		ja, _ := json.Marshal(was)
+		jb, _ := json.Marshal(now)
+		return []string{fmt.Sprintf("models: %s in the run, %s now", clip(string(ja)), clip(string(jb)))}
+	}
+	var diffs []string
+	for i, a := range was {
+		b := now[i]
+		if a.BaseURL != b.BaseURL {
+			diffs = append(diffs, fmt.Sprintf("model %s: endpoint (--base-url) %s in the run, %s now", a.Name, orNone(a.BaseURL), orNone(b.BaseURL)))
+		}
+		if s, t := optional(a.Seed), optional(b.Seed); s != t {
+			diffs = append(diffs, fmt.Sprintf("model %s: sampling seed (--sample-seed) %s in the run, %s now", a.Name, s, t))
+		}
+		if s, t := optional(a.Temperature), optional(b.Temperature); s != t {
+			diffs = append(diffs, fmt.Sprintf("model %s: temperature %s in the run, %s now", a.Name, s, t))
+		}
+	}
+	return diffs
+}
+
+// diffSandbox names what differs of where the kernels run, as the flags
+// that set it.
+func diffSandbox(was, now SandboxInfo) []string {
+	var diffs []string
+	add := func(name, a, b string) {
+		if a != b {
+			diffs = append(diffs, fmt.Sprintf("%s: %s in the run, %s now", name, a, b))
+		}
+	}
+	if was.Kind != now.Kind { // the rest differs with it
+		return []string{fmt.Sprintf("sandbox (--sandbox): %s in the run, %s now", was.Kind, now.Kind)}
+	}
+	add("image (--image)", orNone(was.Image), orNone(now.Image))
+	add("--no-ipython", fmt.Sprint(was.NoIPython), fmt.Sprint(now.NoIPython))
+	add("network (--network)", orNone(was.Network), orNone(now.Network))
+	add("memory (--memory)", byteSize(was.Memory), byteSize(now.Memory))
+	add("memory and swap (--memory-swap)", byteSize(was.MemorySwap), byteSize(now.MemorySwap))
+	add("cpus (--cpus)", fmt.Sprint(was.CPUs), fmt.Sprint(now.CPUs))
+	add("pids (--pids)", fmt.Sprint(was.Pids), fmt.Sprint(now.Pids))
+	add("/tmp size (--tmp-size)", byteSize(was.TmpSize), byteSize(now.TmpSize))
+	add("user (--user)", orNone(was.User), orNone(now.User))
+	add("--writable-root", fmt.Sprint(was.WritableRoot), fmt.Sprint(now.WritableRoot))
+	add("--keep-caps", fmt.Sprint(was.KeepCaps), fmt.Sprint(now.KeepCaps))
+	add("--new-privileges", fmt.Sprint(was.NewPrivileges), fmt.Sprint(now.NewPrivileges))
+	return diffs
+}
+
+// diffRuntime names what differs of what runs the cells.
+func diffRuntime(was, now RuntimeInfo) []string {
+	var diffs []string
+	if was.Driver != now.Driver {
+		diffs = append(diffs, fmt.Sprintf("kernel driver: %s in the run, %s now", orNone(was.Driver), orNone(now.Driver)))
+	}
+	if was.ImageID != now.ImageID {
+		diffs = append(diffs, fmt.Sprintf("image id: %s in the run, %s now (the image was rebuilt or replaced)", orNone(was.ImageID), orNone(now.ImageID)))
+	}
+	if was.Interpreter != now.Interpreter {
+		diffs = append(diffs, fmt.Sprintf("interpreter: %s in the run, %s now", orNone(was.Interpreter), orNone(now.Interpreter)))
+	}
+	return diffs
+}
+
+// byteSize writes n bytes as the size flags take them: 2g, 512m, or bytes;
+// "none" for 0.
+func byteSize(n int64) string {
+	const gib, mib, kib = 1 << 30, 1 << 20, 1 << 10
+	switch {
+	case n == 0:
+		return "none"
+	case n%gib == 0:
+		return fmt.Sprintf("%dg", n/gib)
+	case n%mib == 0:
+		return fmt.Sprintf("%dm", n/mib)
+	case n%kib == 0:
+		return fmt.Sprintf("%dk", n/kib)
+	}
+	return fmt.Sprint(n)
+}
+
+// optional writes *p, or "none".
+func optional[T any](p *T) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func conditionNames(cs []ConditionInfo) []string {

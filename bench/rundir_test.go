@@ -31,11 +31,11 @@ func dirSpec() Spec {
 		Created: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
 		Models: []ModelInfo{
 			{Name: "reference"},
-			{Name: "openai/gpt-4o-mini", BaseURL: "https://api.example.com/v1"},
+			{Name: "openai/gpt-4o-mini", BaseURL: "https://api.example.com/v1", Temperature: ptr[float32](0)},
 		},
 		Conditions: []ConditionInfo{
-			{Name: "A", Protocol: "cli"},
-			{Name: "B", Protocol: "eval", Prefix: "pm", PrefixSource: "builtin", PrefixSHA256: "aaaa"},
+			{Name: "A", Protocol: "cli", FirstRequest: "f1f1"},
+			{Name: "B", Protocol: "eval", Prefix: "pm", PrefixSource: "builtin", PrefixSHA256: "aaaa", FirstRequest: "f2f2"},
 		},
 		Tasks: TaskSource{Kind: "builtin", Tier: "s", Seed: 1},
 		TaskList: []datasets.Task{
@@ -45,7 +45,10 @@ func dirSpec() Spec {
 		Data:    DataInfo{Dir: "/data/pm-s", SHA256: "d1d1", Manifest: map[string]any{"tier": "s"}},
 		Reps:    1,
 		Budgets: BudgetsOf(agent.DefaultConfig()),
-		Sandbox: SandboxInfo{Kind: "docker", Image: "ctxcode-kernel:test"},
+		Sandbox: SandboxInfo{Kind: "docker", Image: "ctxcode-kernel:test", Network: "none", Memory: 2 << 30,
+			CPUs: 1, Pids: 256, TmpSize: 256 << 20, User: "65534:65534"},
+		Runtime:  RuntimeInfo{Driver: "python-driver 0123456789abcdef", ImageID: "sha256:1111"},
+		Parallel: 4,
 	}
 }
 
@@ -341,7 +344,25 @@ func TestDiff(t *testing.T) {
 	}{
 		{"reps", func(s *Spec) { s.Reps = 3 }, []string{"reps: 1 in the run, 3 now"}},
 		{"models", func(s *Spec) { s.Models = s.Models[:1] }, []string{`models: [{"name":"reference"},{"name":"openai/gpt-4o-mini"`}},
-		{"model endpoint", func(s *Spec) { s.Models[1].BaseURL = "http://localhost:11434/v1" }, []string{"models: "}},
+		{"model endpoint", func(s *Spec) { s.Models[1].BaseURL = "http://localhost:11434/v1" },
+			[]string{"model openai/gpt-4o-mini: endpoint (--base-url) https://api.example.com/v1 in the run, http://localhost:11434/v1 now"}},
+		{"sampling seed", func(s *Spec) { s.Models[1].Seed = ptr(7) }, []string{"model openai/gpt-4o-mini: sampling seed (--sample-seed) none in the run, 7 now"}},
+		{"temperature", func(s *Spec) { s.Models[1].Temperature = nil }, []string{"model openai/gpt-4o-mini: temperature 0 in the run, none now"}},
+		{"first request", func(s *Spec) { s.Conditions[1].FirstRequest = "f3f3" }, []string{"condition B: first request sha256 f2f2 in the run, f3f3 now"}},
+		{"prefix and its first request", func(s *Spec) { s.Conditions[1].PrefixSHA256, s.Conditions[1].FirstRequest = "bbbb", "f3f3" },
+			[]string{"condition B: prefix pm (sha256 aaaa) in the run, pm (sha256 bbbb) now"}},
+		{"memory", func(s *Spec) { s.Sandbox.Memory = 4 << 30 }, []string{"memory (--memory): 2g in the run, 4g now"}},
+		{"memory swap", func(s *Spec) { s.Sandbox.MemorySwap = 3 << 30 }, []string{"memory and swap (--memory-swap): none in the run, 3g now"}},
+		{"cpus", func(s *Spec) { s.Sandbox.CPUs = 1.5 }, []string{"cpus (--cpus): 1 in the run, 1.5 now"}},
+		{"pids", func(s *Spec) { s.Sandbox.Pids = 64 }, []string{"pids (--pids): 256 in the run, 64 now"}},
+		{"network", func(s *Spec) { s.Sandbox.Network = "bridge" }, []string{"network (--network): none in the run, bridge now"}},
+		{"tmp size", func(s *Spec) { s.Sandbox.TmpSize = 1 << 20 }, []string{"/tmp size (--tmp-size): 256m in the run, 1m now"}},
+		{"writable root", func(s *Spec) { s.Sandbox.WritableRoot = true }, []string{"--writable-root: false in the run, true now"}},
+		{"driver", func(s *Spec) { s.Runtime.Driver = "python-driver fedcba9876543210" }, []string{"kernel driver: python-driver 0123456789abcdef in the run, python-driver fedcba9876543210 now"}},
+		{"image id", func(s *Spec) { s.Runtime.ImageID = "sha256:2222" }, []string{"image id: sha256:1111 in the run, sha256:2222 now"}},
+		{"interpreter", func(s *Spec) { s.Runtime.Interpreter = "local /usr/bin/python3.12 1 2" }, []string{"interpreter: none in the run, local /usr/bin/python3.12 1 2 now"}},
+		{"parallel", func(s *Spec) { s.Parallel = 2 }, []string{"parallel (--parallel): 4 in the run, 2 now"}},
+		{"version", func(s *Spec) { s.Version = "v9" }, []string{"ctxcode version: v0.0.0-test in the run, v9 now"}},
 		{"conditions", func(s *Spec) { s.Conditions = append(s.Conditions, ConditionInfo{Name: "D", Protocol: "bare"}) },
 			[]string{`conditions: ["A","B"] in the run, ["A","B","D"] now`}},
 		{"condition prefix", func(s *Spec) { s.Conditions[1].PrefixSHA256 = "bbbb" }, []string{"condition B: prefix pm (sha256 aaaa) in the run, pm (sha256 bbbb) now"}},
@@ -350,10 +371,9 @@ func TestDiff(t *testing.T) {
 		{"gold", func(s *Spec) { s.TaskList[0].Gold = 4.0 }, []string{"task list: 2 tasks (sha256 "}},
 		{"data", func(s *Spec) { s.Data.SHA256 = "d2d2" }, []string{`data: "d1d1" in the run, "d2d2" now`}},
 		{"budgets", func(s *Spec) { s.Budgets.MaxTurns = 5 }, []string{"budgets: "}},
-		{"sandbox", func(s *Spec) { s.Sandbox.Kind, s.Sandbox.Image = "local", "" }, []string{"sandbox: "}},
+		{"sandbox", func(s *Spec) { s.Sandbox = SandboxInfo{Kind: "local"} }, []string{"sandbox (--sandbox): docker in the run, local now"}},
 		{"two things", func(s *Spec) { s.Reps = 2; s.Budgets.MaxTurns = 5 }, []string{"reps: ", "budgets: "}},
 		{"creation time", func(s *Spec) { s.Created = s.Created.Add(time.Hour) }, nil},
-		{"version", func(s *Spec) { s.Version = "v9" }, nil},
 		{"data folder", func(s *Spec) { s.Data.Dir = "/elsewhere" }, nil},
 		{"manifest beside its hash", func(s *Spec) { s.Data.Manifest = map[string]any{"tier": "x"} }, nil},
 	} {
@@ -397,17 +417,134 @@ func TestOpenRefusesAnotherRun(t *testing.T) {
 	assert.Len(t, trialLines(t, dir), 1)
 }
 
-func TestOpenResumesUnderAnotherVersion(t *testing.T) {
+// TestOpenRefusesAChangedPin: a resume that would run the rest of a run
+// in another way than its start (a memory limit, another ctxcode, a
+// condition's rules) is refused, naming what changed, and leaves the run
+// as it was; --force (Restart) discards it.
+//
+// It fails on the code before: run.json pinned none of the sandbox's
+// limits, the runtime, --parallel or the first requests, and a resume
+// under another ctxcode version only warned.
+func TestOpenRefusesAChangedPin(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(s *Spec)
+		want   string
+	}{
+		{"memory", func(s *Spec) { s.Sandbox.Memory = 4 << 30 }, "memory (--memory): 2g in the run, 4g now"},
+		{"ctxcode version", func(s *Spec) { s.Version = "v9.9.9" }, "ctxcode version: v0.0.0-test in the run, v9.9.9 now"},
+		{"first request", func(s *Spec) { s.Conditions[0].FirstRequest = "f9f9" }, "condition A: first request sha256 f1f1 in the run, f9f9 now"},
+		{"image id", func(s *Spec) { s.Runtime.ImageID = "sha256:2222" }, "image id: sha256:1111 in the run, sha256:2222 now"},
+		{"driver", func(s *Spec) { s.Runtime.Driver = "python-driver ffff" }, "kernel driver: python-driver 0123456789abcdef in the run, python-driver ffff now"},
+		{"parallel", func(s *Spec) { s.Parallel = 1 }, "parallel (--parallel): 4 in the run, 1 now"},
+		{"temperature", func(s *Spec) { s.Models[1].Temperature = ptr[float32](0.7) }, "model openai/gpt-4o-mini: temperature 0 in the run, 0.7 now"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			l, _ := openDir(t, dir, dirSpec(), Continue)
+			require.NoError(t, l.Append(dirTrial(dirKey("s-t1-1"), ClassModel, 1)))
+			require.NoError(t, l.Close())
+			now := dirSpec()
+			now.Created, now.Data.Dir = time.Now().UTC(), "/moved/pm-s" // neither is compared
+			tc.change(&now)
+
+			for _, mode := range []OpenMode{Continue, MustResume} {
+				_, err := Open(dir, now, mode, io.Discard)
+				msg := configError(t, err).Msg
+				assert.Contains(t, msg, "cannot be resumed with this one")
+				assert.Contains(t, msg, tc.want)
+				assert.Contains(t, msg, "--force")
+				assert.Error(t, Check(dir, &now, mode), "Check refuses it too")
+			}
+			assert.Equal(t, dirSpec(), readSpecFile(t, dir), "a refused run is left as it was")
+			assert.Len(t, trialLines(t, dir), 1)
+
+			l, warn := openDir(t, dir, now, Restart)
+			assert.Contains(t, warn, tc.want, "--force says what it discards")
+			assert.Empty(t, l.Trials)
+			assert.Equal(t, now.Sandbox, readSpecFile(t, dir).Sandbox)
+		})
+	}
+}
+
+// TestOpenResumesTheSameRun: the creation time and where the data folder
+// is do not stop a resume.
+func TestOpenResumesTheSameRun(t *testing.T) {
 	dir := t.TempDir()
 	l, _ := openDir(t, dir, dirSpec(), Continue)
 	require.NoError(t, l.Append(dirTrial(dirKey("s-t1-1"), ClassModel, 1)))
 	require.NoError(t, l.Close())
 	now := dirSpec()
-	now.Version, now.Created, now.Data.Dir = "v9.9.9", time.Now().UTC(), "/moved/pm-s"
-	l, warn := openDir(t, dir, now, Continue)
-	assert.Contains(t, warn, "started by ctxcode v0.0.0-test and is resumed by v9.9.9")
+	now.Created, now.Data.Dir = time.Now().UTC(), "/moved/pm-s"
+	l, warn := openDir(t, dir, now, MustResume)
+	assert.Empty(t, warn)
 	assert.Len(t, l.Trials, 1)
 	assert.Equal(t, dirSpec(), l.Spec, "the run keeps its own Spec")
+}
+
+// TestCheckLeavesTheRuntimeToOpen: before the sandbox is open the runtime
+// is not known (a zero Runtime), and Check does not refuse over it; Open,
+// which knows it, does.
+func TestCheckLeavesTheRuntimeToOpen(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openDir(t, dir, dirSpec(), Continue)
+	require.NoError(t, l.Append(dirTrial(dirKey("s-t1-1"), ClassModel, 1)))
+	require.NoError(t, l.Close())
+	before := dirSpec()
+	before.Runtime = RuntimeInfo{}
+	require.NoError(t, Check(dir, &before, MustResume))
+	now := dirSpec()
+	now.Runtime.ImageID = "sha256:2222"
+	_, err := Open(dir, now, MustResume, io.Discard)
+	assert.Contains(t, configError(t, err).Msg, "image id: sha256:1111 in the run, sha256:2222 now")
+}
+
+// TestOpenRefusesARunThatPinnedLess: a run.json of format 1 (before a run
+// pinned its sandbox's limits, sampling, parallelism, runtime and first
+// requests) cannot be shown to match this run: a resume is refused with
+// what it lacks, unless nothing ran yet; report still reads it; --force
+// starts again.
+func TestOpenRefusesARunThatPinnedLess(t *testing.T) {
+	old := `{"format": 1, "ctxcode_version": "v0.1.0", "created": "2025-01-02T03:04:05Z",
+		"models": [{"name": "reference"}], "conditions": [{"name": "B", "protocol": "eval", "prefix": "pm", "prefix_sha256": "aaaa"}],
+		"tasks": {"kind": "builtin", "tier": "s", "seed": 1}, "task_list": [], "data": {"dir": "/data", "sha256": "d1d1"},
+		"reps": 1, "budgets": {}, "sandbox": {"kind": "docker", "image": "ctxcode-kernel:test"}}`
+	write := func(t *testing.T, trials string) string {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, SpecFile), []byte(old), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, TrialsFile), []byte(trials), 0o644))
+		return dir
+	}
+	line := trialLine(t, dirTrial(dirKey("s-t1-1"), ClassModel, 1))
+
+	t.Run("with trials", func(t *testing.T) {
+		dir := write(t, line)
+		for _, mode := range []OpenMode{Continue, MustResume} {
+			_, err := Open(dir, dirSpec(), mode, io.Discard)
+			msg := configError(t, err).Msg
+			assert.Contains(t, msg, "run.json is of format 1, written by ctxcode v0.1.0, which did not record the sandbox's limits")
+			assert.Contains(t, msg, "--force")
+			err = Check(dir, nil, mode)
+			assert.Contains(t, configError(t, err).Msg, "is of format 1", "refused before the configuration is known")
+		}
+		spec, trials, err := ReadDir(dir)
+		require.NoError(t, err, "report reads it")
+		assert.Equal(t, 1, spec.Format)
+		assert.Len(t, trials, 1)
+
+		l, warn := openDir(t, dir, dirSpec(), Restart)
+		assert.Contains(t, warn, "is of format 1")
+		assert.Empty(t, l.Trials)
+		assert.Equal(t, FormatVersion, readSpecFile(t, dir).Format)
+	})
+	t.Run("without a trial", func(t *testing.T) {
+		dir := write(t, "")
+		require.NoError(t, Check(dir, nil, Continue))
+		l, warn := openDir(t, dir, dirSpec(), Continue)
+		assert.Contains(t, warn, "no trial yet")
+		assert.Equal(t, dirSpec(), readSpecFile(t, dir))
+		require.NoError(t, l.Close())
+	})
 }
 
 func TestOpenRestartRemovesOnlyTheRun(t *testing.T) {

@@ -517,11 +517,11 @@ func (c *OpenAI) request(req session.Request) (openai.ChatCompletionRequest, err
 		creq.ParallelToolCalls = false
 	}
 	reasoning := reasoningModel(c.cfg.Model)
-	switch {
-	case c.cfg.Temperature != 0:
-		creq.Temperature = c.cfg.Temperature
-	case !reasoning:
-		creq.Temperature = math.SmallestNonzeroFloat32
+	if t, ok := c.cfg.SentTemperature(); ok {
+		creq.Temperature = t
+		if t == 0 {
+			creq.Temperature = math.SmallestNonzeroFloat32 // greedy (see Config.Temperature)
+		}
 	}
 	if c.cfg.MaxOutputTokens > 0 {
 		if reasoning {
@@ -535,6 +535,16 @@ func (c *OpenAI) request(req session.Request) (openai.ChatCompletionRequest, err
 		creq.Seed = &seed
 	}
 	return creq, nil
+}
+
+// SentTemperature is the temperature the requests ask for (0: greedy),
+// and false when they carry none: an OpenAI reasoning model at
+// temperature 0 gets its provider's default.
+func (c Config) SentTemperature() (float32, bool) {
+	if c.Temperature == 0 && reasoningModel(c.Model) {
+		return 0, false
+	}
+	return c.Temperature, true
 }
 
 // reasoningModel mirrors go-openai's test for OpenAI reasoning models,

@@ -42,7 +42,10 @@ A run survives a crash: run the same command again (or add --resume) and
 only the trials that have no line, or ended in an infrastructure failure
 (kernel, sandbox, or the model's API after its retries), run again; a
 finished trial never does. A RUNDIR that holds a run with another
-configuration is refused, with the differences named (--force discards it:
+configuration is refused, with the differences named: run.json pins the
+models' sampling, the conditions' first requests, the tasks, data,
+budgets, --parallel, the sandbox's limits and network, the kernel driver,
+the image or interpreter, and the ctxcode version (--force discards it:
 run.json, trials.jsonl, its trials' trajectories and the report's files
 as report wrote them; other files in the folder, and report files or
 notebooks you changed, stay, and are named).
@@ -306,6 +309,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if err != nil {
 				return err
 			}
+			if oc, ok := client.(*llm.OpenAI); ok {
+				if t, sent := oc.Config().SentTemperature(); sent {
+					m.Temperature = &t
+				}
+			}
 			m.For = func(bench.Condition) (llm.Model, error) { return client, nil }
 		}
 		run.Models = append(run.Models, m)
@@ -325,7 +333,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := s.resolveGolds(ctx, nil, o.agent.CellTimeout); err != nil { // no kernel: every gold is given
 			return err
 		}
-		spec := o.spec(s, run)
+		spec, err := o.spec(ctx, s, run, nil)
+		if err != nil {
+			return err
+		}
 		known = &spec
 	}
 	if err := bench.Check(o.out, known, mode); err != nil {
@@ -343,11 +354,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	run.Transport, run.Tasks = tr, s.tasks
-	run.Spec = o.spec(s, run)
-	if _, docker := tr.(*sandbox.Docker); !docker {
-		// Where the kernels run is what run.json records: the host, when
-		// Docker was not there for the reference model.
-		run.Spec.Sandbox = bench.SandboxInfo{Kind: string(sandbox.KindLocal), NoIPython: o.sandbox.noIPython}
+	if run.Spec, err = o.spec(ctx, s, run, tr); err != nil {
+		return err
 	}
 	log, err := bench.Open(o.out, run.Spec, mode, obs)
 	var ce *bench.ConfigError
@@ -602,21 +610,29 @@ func (s *benchSetup) reference(c bench.Condition, enc session.Encoding) (llm.Mod
 	return llm.NewReference(solutions, enc), nil
 }
 
-// spec is what run.json records of the run.
-func (o *benchOptions) spec(s *benchSetup, run *bench.Run) bench.Spec {
+// spec is what run.json records of the run. Its kernels run through tr;
+// before tr is open (nil), where they will run is what the flags say, and
+// the runtime is not known (zero).
+func (o *benchOptions) spec(ctx context.Context, s *benchSetup, run *bench.Run, tr kernel.Transport) (bench.Spec, error) {
 	sp := bench.Spec{
-		Version: version,
-		Tasks:   s.source,
-		Reps:    o.reps,
-		Budgets: bench.BudgetsOf(o.agent),
-		Data:    bench.DataInfo{Dir: s.dataDir, FollowLinks: o.sandbox.followLinks},
+		Version:  version,
+		Tasks:    s.source,
+		Reps:     o.reps,
+		Budgets:  bench.BudgetsOf(o.agent),
+		Data:     bench.DataInfo{Dir: s.dataDir, FollowLinks: o.sandbox.followLinks},
+		Parallel: o.parallel,
 	}
 	sp.TaskList = s.tasks
 	for _, m := range run.Models {
 		sp.Models = append(sp.Models, m.ModelInfo)
 	}
 	for _, c := range s.conditions {
-		sp.Conditions = append(sp.Conditions, c.Info())
+		ci := c.Info()
+		var err error
+		if ci.FirstRequest, err = run.FirstRequestSHA256(c, o.sandbox.followLinks); err != nil {
+			return bench.Spec{}, err
+		}
+		sp.Conditions = append(sp.Conditions, ci)
 	}
 	if s.manifest != nil {
 		sp.Data.Manifest = s.manifest
@@ -626,15 +642,34 @@ func (o *benchOptions) spec(s *benchSetup, run *bench.Run) bench.Spec {
 	} else {
 		sp.Data.SHA256 = folderHash(s.dataDir, o.sandbox.followLinks)
 	}
-	sp.Sandbox = bench.SandboxInfo{Kind: o.sandbox.kind, NoIPython: o.sandbox.noIPython}
-	if sp.Sandbox.Kind != string(sandbox.KindLocal) {
-		sp.Sandbox.Kind = string(sandbox.KindDocker)
-		sp.Sandbox.Image = o.sandbox.image
-		if sp.Sandbox.Image == "" {
-			sp.Sandbox.Image = sandbox.KernelImage()
-		}
+	sp.Sandbox = bench.SandboxInfo{Kind: string(sandbox.KindLocal), NoIPython: o.sandbox.noIPython}
+	cfg := o.sandbox.dockerConfig()
+	d, docker := tr.(*sandbox.Docker)
+	if docker {
+		cfg = d.Config()
 	}
-	return sp
+	// Else the host: --sandbox local, or no Docker for the reference model.
+	if docker || tr == nil && o.sandbox.kind != string(sandbox.KindLocal) {
+		sp.Sandbox = bench.SandboxInfo{Kind: string(sandbox.KindDocker), Image: cfg.Image, NoIPython: o.sandbox.noIPython,
+			Network: cfg.Network, Memory: cfg.Memory, MemorySwap: cfg.Swap, CPUs: cfg.CPUs, Pids: cfg.Pids, TmpSize: cfg.TmpSize,
+			User: cfg.User, WritableRoot: cfg.WritableRoot, KeepCaps: cfg.KeepCaps, NewPrivileges: cfg.NewPrivileges}
+	}
+	if tr == nil {
+		return sp, nil
+	}
+	// What runs the cells, as the transcript cache keys it.
+	var err error
+	if sp.Runtime.Driver, err = prefixes.DriverVersion(s.language); err != nil {
+		return bench.Spec{}, err
+	}
+	if docker {
+		if sp.Runtime.ImageID, err = dockerImageID(ctx, sp.Sandbox.Image); err != nil {
+			return bench.Spec{}, fmt.Errorf("the kernel image %s: %w", sp.Sandbox.Image, err)
+		}
+	} else {
+		sp.Runtime.Interpreter = o.sandbox.runtimeIdentity(s.language, "")
+	}
+	return sp, nil
 }
 
 // folderHash identifies a data folder that has no manifest as the kernels

@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -122,5 +124,105 @@ func assertNoBrokenTrajectories(t *testing.T, run string) {
 		require.NoError(t, err)
 		assert.Positive(t, info.Size(), "%s is empty", e.Name())
 		assert.False(t, strings.HasSuffix(e.Name(), ".partial"), "%s is left behind", e.Name())
+	}
+}
+
+// TestBenchTornAppend: on a real 2 MiB tmpfs that holds the run's log, a
+// resume whose next line does not fit is torn by the full disk: the run
+// stops (exit 1) saying what happened and that it resumes once there is
+// room, trials.jsonl ends with its last whole line, and after freeing
+// space the same command finishes the run with every key once.
+//
+// The trajectories folder is another (large) disk, bound over the run's
+// own, so that only the log's lines meet the full disk; the log is cut to
+// the lines before a page boundary (as a kill leaves it) so that the next
+// line is torn across it.
+//
+// It fails on main: the run stopped on "write trials.jsonl: no space left
+// on device" without saying that the line was cut off again, that the
+// trial runs again, or to free space.
+func TestBenchTornAppend(t *testing.T) {
+	requirePython(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	disk := testenv.Tmpfs(t, 2<<20)
+	out := filepath.Join(disk, "run")
+	var ids []string
+	for tmpl := 1; tmpl <= 4; tmpl++ {
+		for k := 1; k <= 3; k++ {
+			ids = append(ids, fmt.Sprintf("s-t%d-%d", tmpl, k))
+		}
+	}
+	args := []string{"bench", "--sandbox", "local", "--model", "reference", "--conditions", "B", "--tier", "s",
+		"--task", strings.Join(ids, ","), "--parallel", "1", "--out", out}
+	got := runCLI(t, "", args...)
+	require.Equal(t, exitOK, got.code, got.stderr)
+
+	// The trajectories on a disk of their own.
+	trajs := filepath.Join(out, bench.TrajectoryDir)
+	big := t.TempDir()
+	require.NoError(t, syscall.Mount(big, trajs, "", syscall.MS_BIND, ""))
+	t.Cleanup(func() { _ = syscall.Unmount(trajs, syscall.MNT_DETACH) })
+
+	// Keep the lines before a page boundary, with less room left in that
+	// page than any dropped line needs.
+	path := filepath.Join(out, bench.TrialsFile)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(b), "\n")
+	lines = lines[:len(lines)-1] // after the last newline
+	const page = 4096
+	keep, size := -1, 0
+	for k := 1; k < len(lines); k++ {
+		size += len(lines[k-1])
+		shortest := len(lines[k])
+		for _, l := range lines[k:] {
+			shortest = min(shortest, len(l))
+		}
+		if room := page - size%page; room < page && room+64 < shortest {
+			keep = k
+			break
+		}
+	}
+	require.NotEqual(t, -1, keep, "no page boundary to tear a line on in %d lines", len(lines))
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines[:keep], "")), 0o644))
+
+	// Fill the disk: the log's last page has room for part of a line.
+	filler, err := os.Create(filepath.Join(disk, "filler"))
+	require.NoError(t, err)
+	chunk := make([]byte, page)
+	for {
+		if _, err := filler.Write(chunk); err != nil {
+			require.ErrorIs(t, err, syscall.ENOSPC)
+			break
+		}
+	}
+	require.NoError(t, filler.Close())
+
+	got = runCLI(t, "", args...)
+	assert.Equal(t, exitInfra, got.code, got.stderr)
+	assert.Contains(t, got.stderr, "its line was not written")
+	assert.Contains(t, got.stderr, "no space left on device")
+	assert.Contains(t, got.stderr, "trials.jsonl ends with its last whole line, and the trial runs again when the run resumes")
+	assert.Contains(t, got.stderr, "free some space on the disk of "+out)
+	assert.Contains(t, got.stderr, "run the same command again")
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(string(after), "\n"), "trials.jsonl ends with a whole line")
+	assert.Len(t, readTrials(t, out), keep, "the line that did not fit is gone whole, and none followed it")
+
+	require.NoError(t, os.Remove(filepath.Join(disk, "filler")))
+	got = runCLI(t, "", args...)
+	require.Equal(t, exitOK, got.code, got.stderr)
+	assert.Contains(t, got.stdout, fmt.Sprintf("%d of %d trials have a result", len(ids), len(ids)))
+	trials := readTrials(t, out)
+	seen := map[bench.Key]int{}
+	for _, tr := range trials {
+		seen[tr.Key]++
+		assert.Equal(t, bench.ClassModel, tr.Class, tr.Key.String())
+	}
+	assert.Len(t, trials, len(ids), "one line per key")
+	assert.Len(t, seen, len(ids))
+	for k, n := range seen {
+		assert.Equal(t, 1, n, "%s has %d lines", k, n)
 	}
 }
