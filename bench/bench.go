@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -21,20 +22,31 @@ import (
 	"github.com/ctxcode/ctxcode/session"
 )
 
-// Condition is a rung of the ladder as a run asks it.
+// Condition is a condition as a run asks it: a rung of the ladder
+// (agent.Ladder), or a variant of one (a --conditions-file line), with the
+// prefix its session starts from.
 type Condition struct {
-	Name     string // A, B, B0, D, C
+	Name     string // A, B, B0, D, C, or a variant's name
 	Protocol session.Protocol
 	// Prefix is the prefix the session starts from; nil for A (the cli
 	// protocol), whose skill document describes the data instead.
 	Prefix *prefixes.Prefix
+	// Base is the built-in condition a variant is made from; "" for a
+	// built-in condition.
+	Base string
+	// Rules, when not nil, replaces the rules text of the condition's first
+	// message ("" for none): a variant's (agent.Config.Rules).
+	Rules *string
 }
 
 // Info is what run.json records of c.
 func (c Condition) Info() ConditionInfo {
-	ci := ConditionInfo{Name: c.Name, Protocol: string(c.Protocol)}
+	ci := ConditionInfo{Name: c.Name, Protocol: string(c.Protocol), Base: c.Base, Rules: c.Rules}
 	if c.Prefix != nil {
 		ci.Prefix, ci.PrefixSource, ci.PrefixSHA256 = c.Prefix.Name, c.Prefix.Source, c.Prefix.Hash()
+	}
+	if c.Rules != nil {
+		ci.RulesSHA256 = agent.RulesHash(*c.Rules)
 	}
 	return ci
 }
@@ -201,10 +213,9 @@ func (r *Run) models() ([][]llm.Model, error) {
 	return ms, nil
 }
 
-// plan lists the trials still to run, grouped by the prefix they start
-// from, so that few pools are open at once: prefix by prefix, then model
-// by model, each prefix's conditions in the run's order, rep by rep, task
-// by task. It stops with ctx's error when ctx ends (Ctrl-C).
+// plan lists the trials still to run, in the run's order (Order, drawn
+// from Spec.OrderSeed), each with the pool of the prefix it starts from.
+// It stops with ctx's error when ctx ends (Ctrl-C).
 func (r *Run) plan(ctx context.Context, l *Log) (todo []work, total int, _ error) {
 	var refs []*poolRef
 	refOf := map[string]*poolRef{}
@@ -222,30 +233,38 @@ func (r *Run) plan(ctx context.Context, l *Log) (todo []work, total int, _ error
 		}
 		condRef[i] = ref
 	}
-	for _, ref := range refs {
-		for mi, m := range r.Models {
-			for ci, c := range r.Conditions {
-				if condRef[ci] != ref {
-					continue
-				}
-				for rep := 1; rep <= r.Spec.Reps; rep++ {
-					if err := ctx.Err(); err != nil {
-						return nil, 0, err
-					}
-					for ti := range r.Tasks {
-						k := Key{Model: m.Name, Condition: c.Name, Task: r.Tasks[ti].ID, Rep: rep}
-						total++
-						if l.Done(k) {
-							continue
-						}
-						todo = append(todo, work{key: k, model: mi, cond: ci, task: &r.Tasks[ti], pool: ref})
-					}
-				}
+	models, conds, tasks := map[string]int{}, map[string]int{}, map[string]int{}
+	var mnames, cnames, tids []string
+	for i, m := range r.Models {
+		models[m.Name] = i
+		mnames = append(mnames, m.Name)
+	}
+	for i, c := range r.Conditions {
+		conds[c.Name] = i
+		cnames = append(cnames, c.Name)
+	}
+	for i, t := range r.Tasks {
+		tasks[t.ID] = i
+		tids = append(tids, t.ID)
+	}
+	for i, k := range Order(r.Spec.OrderSeed, mnames, cnames, tids, r.Spec.Reps) {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, 0, err
 			}
 		}
+		total++
+		if l.Done(k) {
+			continue
+		}
+		ci, ti := conds[k.Condition], tasks[k.Task]
+		todo = append(todo, work{key: k, model: models[k.Model], cond: ci, task: &r.Tasks[ti], pool: condRef[ci]})
 	}
 	for _, w := range todo {
 		w.pool.left++
+	}
+	for _, ref := range refs {
+		ref.share = float64(ref.left) / float64(max(len(todo), 1))
 	}
 	return todo, total, nil
 }
@@ -255,7 +274,8 @@ func (r *Run) plan(ctx context.Context, l *Log) (todo []work, total int, _ error
 type poolRef struct {
 	prefix *prefixes.Prefix
 	pool   *sandbox.WarmPool[[]session.Cell]
-	left   int // trials still to take a kernel from it
+	left   int     // trials still to take a kernel from it
+	share  float64 // its part of the trials to run, from 0 to 1
 }
 
 // scheduler hands out the trials in order and keeps the pools open that
@@ -300,7 +320,7 @@ func (s *scheduler) open(ref *poolRef) {
 	if ref.pool != nil {
 		return
 	}
-	size := min(s.parallel, ref.left)
+	size := poolSize(s.parallel, ref.share, ref.left)
 	var prepare sandbox.Prepare[[]session.Cell]
 	if p := ref.prefix; p != nil {
 		opts := kernel.ExecOptions{Timeout: s.run.Agent.CellTimeout}
@@ -312,6 +332,21 @@ func (s *scheduler) open(ref *poolRef) {
 	// nothing at the end.
 	ref.pool = sandbox.NewWarmPool(s.run.Language, s.run.Transport, size, ref.left, kernel.ClientOptions{}, prepare)
 	s.pools[ref] = true
+}
+
+// poolSize is how many kernels a pool keeps ready (and starts at once) for
+// trials that are share of the run's, parallel at a time, left of them
+// still to come. In the interleaved order a pool serves about share x
+// parallel of the trials running at any time; one more covers the trials
+// that take a kernel while a replacement is still being built, so a trial
+// finds one ready unless building kernels is itself the bottleneck (the
+// reference model's trials take less time than a build, and then no size
+// helps: the pool wait measures it). The sizes of a run's pools add up to
+// about parallel plus the number of pools: kernels wait in memory, and
+// more of them would only hold memory, not go faster.
+func poolSize(parallel int, share float64, left int) int {
+	size := int(math.Ceil(float64(parallel)*share)) + 1
+	return max(1, min(size, parallel, left))
 }
 
 // taken is told that a trial of ref has its kernel (or gave up on one):
@@ -365,6 +400,7 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 		s.warnf("ctxcode: trial %s: no kernel (%v); trying again\n", w.key, err)
 	}
 	s.taken(w.pool)
+	ready := time.Now() // the trial's own time starts with its kernel
 	if err != nil {
 		if ctx.Err() != nil {
 			return Trial{}, context.Cause(ctx)
@@ -391,13 +427,13 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 		return Trial{}, &FatalError{fmt.Errorf("write a trajectory: %w", err)}
 	}
 	traj := agent.NewTrajectory(f)
-	sess := &agent.Session{Kernel: k, Prefix: cond.Prefix, Cells: cells, Started: started}
+	sess := &agent.Session{Kernel: k, Prefix: cond.Prefix, Cells: cells, Started: ready}
 	if cond.Prefix == nil {
 		sess.Skill, sess.DataDir, sess.FollowLinks = skill, r.DataDir, r.Spec.Data.FollowLinks
 	}
 	cfg := r.Agent
-	cfg.Protocol = cond.Protocol
-	info := agent.Info{Model: r.Models[w.model].Name, BaseURL: r.Models[w.model].BaseURL, Task: w.task.ID,
+	cfg.Protocol, cfg.Rules = cond.Protocol, cond.Rules
+	info := agent.Info{Condition: cond.Name, Model: r.Models[w.model].Name, BaseURL: r.Models[w.model].BaseURL, Task: w.task.ID,
 		Data: r.Spec.Data.Manifest, Question: w.task.Question}
 	res, err := agent.Run(ctx, sess, model, cfg, info, traj, nil)
 	if ctx.Err() != nil {
@@ -420,6 +456,7 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 	g := res.SetGrade(right, reason)
 	traj.Grade(w.task.ID, w.task.Gold, g)
 	fill(&t, res)
+	t.PoolWaitMS = ready.Sub(started).Milliseconds()
 	if err := keepTrajectory(f, traj, path); err != nil {
 		// The trial ran, but what it did is not kept: it is not a result,
 		// and it runs again. The disk (or the folder) would fail the next

@@ -65,6 +65,9 @@ type Spec struct {
 	Reps     int             `json:"reps"`
 	Budgets  Budgets         `json:"budgets"`
 	Sandbox  SandboxInfo     `json:"sandbox"`
+	// OrderSeed draws the order the trials run in (Order); a resume keeps
+	// it, so the trials left run in the order they would have.
+	OrderSeed int64 `json:"order_seed"`
 }
 
 // ModelInfo names a model of the run.
@@ -81,6 +84,14 @@ type ConditionInfo struct {
 	Prefix       string `json:"prefix,omitempty"` // empty for A
 	PrefixSource string `json:"prefix_source,omitempty"`
 	PrefixSHA256 string `json:"prefix_sha256,omitempty"`
+	// Base is the built-in condition a variant (--conditions-file) is made
+	// from; empty for a built-in condition.
+	Base string `json:"base,omitempty"`
+	// Rules is a variant's rules text, which replaced its base's ("" for
+	// none), and RulesSHA256 its hash; both absent when the condition has
+	// its own rules.
+	Rules       *string `json:"rules,omitempty"`
+	RulesSHA256 string  `json:"rules_sha256,omitempty"`
 }
 
 // TaskSource says where the tasks came from: the built-in generator (Kind
@@ -164,18 +175,22 @@ type Trial struct {
 	CachedTokens    int    `json:"cached_tokens"`
 	ReasoningTokens int    `json:"reasoning_tokens"`
 	Estimated       bool   `json:"estimated"`
-	// WallMS is the trial from its start (asking the pool for a kernel) to
-	// its end; KernelMS the part before the first model request (waiting
-	// for a kernel, and building the prefix when the kernel was not warm);
-	// ModelMS the model calls, retries and waits included.
+	// WallMS is the trial's own time: from the moment it has its kernel
+	// (prefix built) to its end. PoolWaitMS is the time before it, spent
+	// waiting for the pool to have a kernel ready: the harness's, not the
+	// trial's (a pool that keeps up makes it 0). KernelMS is the part of
+	// WallMS before the first model request; ModelMS the model calls,
+	// retries and waits included; WaitedMS the part of ModelMS spent
+	// waiting to retry.
 	WallMS     int64     `json:"wall_ms"`
+	PoolWaitMS int64     `json:"pool_wait_ms"`
 	KernelMS   int64     `json:"kernel_ms"`
 	ModelMS    int64     `json:"model_ms"`
 	WaitedMS   int64     `json:"waited_ms"`
 	Retries    int       `json:"retries"`
 	Restarts   int       `json:"restarts"`
 	Trajectory string    `json:"trajectory"` // relative to the run directory
-	Started    time.Time `json:"started"`
+	Started    time.Time `json:"started"`    // when the trial asked for its kernel
 }
 
 // BudgetStop says the trial ended because a budget ran out.
@@ -363,6 +378,16 @@ func inspect(dir string, spec *Spec, mode OpenMode) (st dirState, old *Spec, why
 			strings.Join(diffs, "\n  ") + "\ngive another --out for a new run, or --force to discard this one and start again"}
 	}
 	return sameRun, old, "", nil
+}
+
+// StoredOrderSeed is the order seed of the run in dir, so that a resume
+// keeps its order; false when dir holds no run.json that reads.
+func StoredOrderSeed(dir string) (int64, bool) {
+	s, err := readSpec(dir)
+	if err != nil {
+		return 0, false
+	}
+	return s.OrderSeed, true
 }
 
 func readSpec(dir string) (*Spec, error) {
@@ -680,6 +705,11 @@ func Diff(was, now Spec) []string {
 				case a.Name != b.Name:
 				case a.Protocol != b.Protocol:
 					diffs = append(diffs, fmt.Sprintf("condition %s: protocol %s in the run, %s now", a.Name, a.Protocol, b.Protocol))
+				case a.Base != b.Base:
+					diffs = append(diffs, fmt.Sprintf("condition %s: base %q in the run, %q now", a.Name, a.Base, b.Base))
+				case a.RulesSHA256 != b.RulesSHA256:
+					diffs = append(diffs, fmt.Sprintf("condition %s: rules (sha256 %s) in the run, rules (sha256 %s) now",
+						a.Name, orNone(head12(a.RulesSHA256)), orNone(head12(b.RulesSHA256))))
 				case a.Prefix != b.Prefix || a.PrefixSHA256 != b.PrefixSHA256:
 					diffs = append(diffs, fmt.Sprintf("condition %s: prefix %s (sha256 %s) in the run, %s (sha256 %s) now",
 						a.Name, a.Prefix, head12(a.PrefixSHA256), b.Prefix, head12(b.PrefixSHA256)))
@@ -700,7 +730,16 @@ func Diff(was, now Spec) []string {
 	field("reps", was.Reps, now.Reps)
 	field("budgets", was.Budgets, now.Budgets)
 	field("sandbox", was.Sandbox, now.Sandbox)
+	field("order seed (--order-seed)", was.OrderSeed, now.OrderSeed)
 	return diffs
+}
+
+// orNone is h, or "none" for the hash of rules a condition does not have.
+func orNone(h string) string {
+	if h == "" {
+		return "none: its own"
+	}
+	return h
 }
 
 func conditionNames(cs []ConditionInfo) []string {

@@ -215,8 +215,11 @@ type Row struct {
 	Cached      Dist     `json:"cached_tokens"`
 	Reasoning   Dist     `json:"reasoning_tokens"`
 	WallMS      Dist     `json:"wall_ms"`
-	Estimated   bool     `json:"estimated"`
-	Money       *Money   `json:"money,omitempty"`
+	// PoolWaitMS is the trials' wait for a pooled kernel, apart from
+	// WallMS: the harness's time; nil when no trial waited.
+	PoolWaitMS *Dist  `json:"pool_wait_ms,omitempty"`
+	Estimated  bool   `json:"estimated"`
+	Money      *Money `json:"money,omitempty"`
 }
 
 // Sources counts the graded trials by where their answer came from.
@@ -415,7 +418,8 @@ func buildRow(run int, r *Run, model, cond string, prices map[string]Price) Row 
 	row := Row{Run: run, Model: model, Condition: cond}
 	idx := taskIndex(r)
 	var groups []int
-	var turns, ctx, out, cached, reasoning, wall []float64
+	var turns, ctx, out, cached, reasoning, wall, poolWait []float64
+	waited := false
 	price, priced := prices[model]
 	money := &Money{}
 	for _, t := range r.Final {
@@ -451,6 +455,8 @@ func buildRow(run int, r *Run, model, cond string, prices map[string]Price) Row 
 		cached = append(cached, float64(t.CachedTokens))
 		reasoning = append(reasoning, float64(t.ReasoningTokens))
 		wall = append(wall, float64(t.WallMS))
+		poolWait = append(poolWait, float64(t.PoolWaitMS))
+		waited = waited || t.PoolWaitMS > 0
 		row.Estimated = row.Estimated || t.Estimated
 		if priced {
 			uncached := float64(t.ContextTokens - t.CachedTokens)
@@ -467,6 +473,10 @@ func buildRow(run int, r *Run, model, cond string, prices map[string]Price) Row 
 	row.Cached = Describe(cached, groups, rng, Resamples)
 	row.Reasoning = Describe(reasoning, groups, rng, Resamples)
 	row.WallMS = Describe(wall, groups, rng, Resamples)
+	if waited { // from a generator of its own: the figures above stay as they were
+		d := Describe(poolWait, groups, NewRand(Seed), Resamples)
+		row.PoolWaitMS = &d
+	}
 	if priced && row.Graded > 0 {
 		money.MeanUSD = money.TotalUSD / float64(row.Graded)
 		row.Money = money
