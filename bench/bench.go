@@ -154,7 +154,11 @@ func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	parallel := max(r.Parallel, 1)
-	s := &scheduler{run: r, todo: todo, parallel: parallel, pools: map[*poolRef]bool{}}
+	refs := map[*poolRef]bool{}
+	for _, w := range todo {
+		refs[w.pool] = true
+	}
+	s := &scheduler{run: r, todo: todo, parallel: parallel, npools: len(refs), pools: map[*poolRef]bool{}}
 	var closing sync.WaitGroup // kernels being closed after their trial
 	defer closing.Wait()
 	defer s.closeAll()
@@ -285,6 +289,7 @@ type scheduler struct {
 	mu       sync.Mutex
 	todo     []work
 	parallel int
+	npools   int               // the run's pools, open or not
 	pools    map[*poolRef]bool // the open ones
 	closing  sync.WaitGroup    // pools being closed
 	warnMu   sync.Mutex        // the workers warn one at a time
@@ -320,7 +325,7 @@ func (s *scheduler) open(ref *poolRef) {
 	if ref.pool != nil {
 		return
 	}
-	size := poolSize(s.parallel, ref.share, ref.left)
+	size := poolSize(s.parallel, s.npools, ref.share, ref.left)
 	var prepare sandbox.Prepare[[]session.Cell]
 	if p := ref.prefix; p != nil {
 		opts := kernel.ExecOptions{Timeout: s.run.Agent.CellTimeout}
@@ -334,19 +339,23 @@ func (s *scheduler) open(ref *poolRef) {
 	s.pools[ref] = true
 }
 
-// poolSize is how many kernels a pool keeps ready (and starts at once) for
-// trials that are share of the run's, parallel at a time, left of them
-// still to come. In the interleaved order a pool serves about share x
-// parallel of the trials running at any time; one more covers the trials
-// that take a kernel while a replacement is still being built, so a trial
-// finds one ready unless building kernels is itself the bottleneck (the
-// reference model's trials take less time than a build, and then no size
-// helps: the pool wait measures it). The sizes of a run's pools add up to
-// about parallel plus the number of pools: kernels wait in memory, and
-// more of them would only hold memory, not go faster.
-func poolSize(parallel int, share float64, left int) int {
-	size := int(math.Ceil(float64(parallel)*share)) + 1
-	return max(1, min(size, parallel, left))
+// poolSize is how many kernels a pool keeps ready, and builds at once,
+// for trials that are share of the run's, in a run of pools pools and
+// parallel trials at once, left of its trials still to come. In the
+// interleaved order every pool is drawn on all the time, each as often as
+// its share; the run keeps parallel + pools kernels ready in all (about
+// what one pool at a time kept before: kernels waiting in memory beyond
+// that buy nothing), and each pool its share of them. A pool whose trials
+// come three times as often as another's then builds three kernels to its
+// one, so no pool's trials wait while another's kernels sit ready. For
+// trials that take longer than a build (a model behind an API) that many
+// are ready long before they are asked for. When builds are the slower
+// part (the reference model's trials take milliseconds) no size helps:
+// the trials wait for the CPUs that build, and Trial.PoolWaitMS says how
+// long.
+func poolSize(parallel, pools int, share float64, left int) int {
+	size := int(math.Round(share * float64(parallel+pools)))
+	return max(1, min(size, left))
 }
 
 // taken is told that a trial of ref has its kernel (or gave up on one):

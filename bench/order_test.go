@@ -134,18 +134,21 @@ func TestPoolWaitIsApartFromWall(t *testing.T) {
 	assert.True(t, strings.Contains(line, `"pool_wait_ms":`), line)
 }
 
+// TestPoolSize: a pool gets its share of parallel + pools kernels, at
+// least one, at most its trials left.
 func TestPoolSize(t *testing.T) {
 	for _, tc := range []struct {
-		parallel   int
-		share      float64
-		left, want int
+		parallel, pools int
+		share           float64
+		left, want      int
 	}{
-		{16, 0.6, 100, 11}, // 9.6 rounded up, and one more
-		{16, 0.2, 100, 5},
-		{2, 0.6, 100, 2}, // never more than run at once
-		{16, 1, 3, 3},    // never more than the trials left
-		{1, 0.01, 5, 1},
+		{2, 3, 0.6, 100, 3}, // pm's B, D and C of the ladder: three of A's one
+		{2, 3, 0.2, 100, 1},
+		{16, 3, 0.6, 100, 11},
+		{16, 3, 0.2, 100, 4},
+		{16, 1, 1, 3, 3}, // never more than the trials left
+		{1, 3, 0.01, 5, 1},
 	} {
-		assert.Equal(t, tc.want, poolSize(tc.parallel, tc.share, tc.left), "%+v", tc)
+		assert.Equal(t, tc.want, poolSize(tc.parallel, tc.pools, tc.share, tc.left), "%+v", tc)
 	}
 }
