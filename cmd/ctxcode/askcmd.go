@@ -155,6 +155,7 @@ type askSetup struct {
 	manifest *datasets.Manifest
 	tasks    []datasets.Task
 	prefix   *prefixes.Prefix // the default one; the rung may start from its control
+	control  *prefixes.Prefix // its control, when prefix init wrote both; else found for B0
 	language kernel.Language  // of the rung's kernel
 	rung     askRung
 	// initTime is how long prefix init took to write prefix, when ask
@@ -295,13 +296,18 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 		}
 	default:
 		start := time.Now()
-		src, err := initPrefix(s.dataDir, kernel.Python, o.sandbox.memoryLimit(), o.sandbox.followLinks, stderr)
+		res, err := initPrefixWith(s.dataDir, kernel.Python, o.sandbox.memoryLimit(), o.sandbox.followLinks, stderr)
 		s.initTime = time.Since(start)
 		if err != nil {
 			return nil, usagef("no --prefix, and prefix init could not write one for %s: %v", s.dataDir, err)
 		}
-		if s.prefix, err = prefixes.Parse("init:"+s.dataDir, src); err != nil {
+		if s.prefix, err = prefixes.Parse("init:"+s.dataDir, res.Source); err != nil {
 			return nil, err
+		}
+		if o.rung.Prefix == agent.PrefixControl { // B0: the control prefix init wrote with it
+			if s.control, err = prefixes.Parse("init:"+s.dataDir+" (control)", res.Control); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if o.task != "" && len(s.tasks) == 0 {
@@ -313,7 +319,7 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 	s.rung = askRung{Rung: o.rung}
 	lp := ladderPrefixes{def: s.prefix, named: o.prefixName != ""}
 	if o.rung.Prefix == agent.PrefixControl {
-		lp.control, lp.controlErr = controlOf(s.prefix, nil)
+		lp.control, lp.controlErr = controlOf(s.prefix, s.control)
 	}
 	if s.rung.prefix, err = lp.prefixFor(o.rung, "--condition", "pass a prefix that binds nothing with --prefix"); err != nil {
 		return nil, err

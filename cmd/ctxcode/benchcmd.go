@@ -313,15 +313,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	drawn := false // the order's seed was drawn now: said once the run is open
 	if !o.orderSeedSet {
 		// A resume keeps the order of the run it resumes; a new run draws
 		// one, and says which, so that it can be given again.
 		seed, ok := bench.StoredOrderSeed(o.out)
 		if !ok {
 			seed = bench.NewOrderSeed()
-			fmt.Fprintf(stderr, "ctxcode: the trials run interleaved in the order of seed %d (kept in run.json; --order-seed %d gives it again)\n", seed, seed)
 		}
-		o.orderSeed = seed
+		o.orderSeed, drawn = seed, !ok
 	}
 	obs := newBenchProgress(stderr)
 	run := &bench.Run{
@@ -402,6 +402,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer log.Close()
+	if drawn {
+		fmt.Fprintf(stderr, "ctxcode: the trials run interleaved in the order of seed %d (kept in run.json; --order-seed %d gives it again)\n", o.orderSeed, o.orderSeed)
+	}
 	run.Observer = obs
 	out, err := run.Execute(ctx, log)
 	obs.finish()

@@ -15,6 +15,7 @@ import (
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/llm/llmtest"
+	"github.com/ctxcode/ctxcode/session"
 )
 
 // Conditions as data, one runner, in an interleaved order (issue 21,
@@ -267,4 +268,35 @@ func TestBenchKeepsFinishedWorkAndCountsUnexecutedApart(t *testing.T) {
 	assert.False(t, trials[0].Correct)
 	assert.True(t, trials[0].AnswerRight)
 	assert.Equal(t, "model_error", string(trials[1].Status))
+}
+
+// TestAskB0OverAnyFolder: over a folder that is not a ctxcode data set,
+// ask writes the prefix and its control on the fly, and B0 starts from the
+// control.
+func TestAskB0OverAnyFolder(t *testing.T) {
+	requirePython(t)
+	privateCache(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sales.csv"), []byte("region,amount\nnorth,10\nsouth,32\nnorth,5\n"), 0o644))
+	srv := llmtest.NewServer(t, llmtest.Reply{ToolCalls: []session.ToolCall{{ID: "c1", Name: "eval", Arguments: `{"code": "ANSWER(15)"}`}},
+		Usage: &llmtest.Usage{Prompt: 500, Completion: 5}})
+	t.Setenv("OPENAI_API_KEY", "sk-x")
+	got := runCLI(t, "", "ask", "--condition", "B0", "--model", "m", "--base-url", srv.URL, "--data", dir, "--sandbox", "local", "--json",
+		"How much did the north sell?")
+	require.Equal(t, exitOK, got.code, got.stderr)
+	assert.Contains(t, got.stdout, `"condition":"B0"`)
+	msgs := srv.Requests()[0].Body.Messages
+	require.NotEmpty(t, msgs)
+	assert.Contains(t, msgs[0].Content, "No data variable is bound", "the control's rules")
+	var all strings.Builder
+	for _, m := range msgs {
+		all.WriteString(m.Content + "\n")
+	}
+	for _, tc := range srv.Requests()[0].Body.Messages {
+		for _, call := range tc.ToolCalls {
+			all.WriteString(call.Function.Arguments + "\n")
+		}
+	}
+	assert.Contains(t, all.String(), `load_csv(\"sales.csv\")`, "every cell loads the file")
+	assert.NotContains(t, all.String(), `sales = load_csv`, "nothing is bound")
 }
