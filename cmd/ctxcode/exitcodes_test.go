@@ -36,7 +36,7 @@ func TestBadInputExitsTwoBeforeAnyKernel(t *testing.T) {
 	existing := filepath.Join(tmp, "existing.ipynb")
 	require.NoError(t, os.WriteFile(existing, []byte("{}"), 0o644))
 	missing := filepath.Join(tmp, "no", "such", "folder")
-	unwritable := "/proc" // takes no new files, even from root
+	unwritable := "/proc"                   // takes no new files, even from root
 	binds := filepath.Join(tmp, "binds.py") // a prefix with no control beside it
 	require.NoError(t, os.WriteFile(binds, []byte("# name: binds\n# %%\nx = 1\n"), 0o644))
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
