@@ -343,18 +343,20 @@ func (s *scheduler) open(ref *poolRef) {
 // for trials that are share of the run's, in a run of pools pools and
 // parallel trials at once, left of its trials still to come. In the
 // interleaved order every pool is drawn on all the time, each as often as
-// its share; the run keeps parallel + pools kernels ready in all (about
+// its share: each pool gets its share of parallel + pools kernels (about
 // what one pool at a time kept before: kernels waiting in memory beyond
-// that buy nothing), and each pool its share of them. A pool whose trials
-// come three times as often as another's then builds three kernels to its
-// one, so no pool's trials wait while another's kernels sit ready. For
-// trials that take longer than a build (a model behind an API) that many
-// are ready long before they are asked for. When builds are the slower
-// part (the reference model's trials take milliseconds) no size helps:
-// the trials wait for the CPUs that build, and Trial.PoolWaitMS says how
-// long.
+// that buy nothing), so that a pool whose trials come three times as often
+// as another's builds three kernels to its one, and at least two (when
+// parallel allows), so that a pool whose builds are slow (a control
+// prefix that reads its files in every cell) is not left one builder. A
+// pool whose ready kernels are all there builds nothing more, so the CPUs
+// go to the pools that are behind. For trials that take longer than a
+// build (a model behind an API) the kernels are ready long before they are
+// asked for. When builds are the slower part (the reference model's trials
+// take milliseconds) no size helps: the trials wait for the CPUs that
+// build, and Trial.PoolWaitMS says how long.
 func poolSize(parallel, pools int, share float64, left int) int {
-	size := int(math.Round(share * float64(parallel+pools)))
+	size := max(int(math.Round(share*float64(parallel+pools))), min(2, parallel))
 	return max(1, min(size, left))
 }
 

@@ -135,19 +135,20 @@ func TestPoolWaitIsApartFromWall(t *testing.T) {
 }
 
 // TestPoolSize: a pool gets its share of parallel + pools kernels, at
-// least one, at most its trials left.
+// least two (one when one trial runs at a time), at most its trials left.
 func TestPoolSize(t *testing.T) {
 	for _, tc := range []struct {
 		parallel, pools int
 		share           float64
 		left, want      int
 	}{
-		{2, 3, 0.6, 100, 3}, // pm's B, D and C of the ladder: three of A's one
-		{2, 3, 0.2, 100, 1},
+		{2, 3, 0.6, 100, 3}, // pm's B, D and C of the ladder
+		{2, 3, 0.2, 100, 2}, // A's, B0's: not left one builder
 		{16, 3, 0.6, 100, 11},
 		{16, 3, 0.2, 100, 4},
 		{16, 1, 1, 3, 3}, // never more than the trials left
 		{1, 3, 0.01, 5, 1},
+		{16, 3, 0.01, 1, 1},
 	} {
 		assert.Equal(t, tc.want, poolSize(tc.parallel, tc.pools, tc.share, tc.left), "%+v", tc)
 	}
