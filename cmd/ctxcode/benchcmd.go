@@ -561,7 +561,8 @@ func (o *benchOptions) addConditions(s *benchSetup) error {
 			return lp.controlErr
 		}
 	}
-	hint := "write one whose cells repeat full expressions and name it NAME" + prefixes.NoBindSuffix + " (ctxcode prefix init writes it beside NAME.py), or name it with --control P0"
+	hint := "write one whose cells repeat full expressions and name it NAME" + prefixes.NoBindSuffix +
+		" (ctxcode prefix init writes it beside NAME.py), name it with --control P0, or leave B0 out (--conditions A,B,D,C)"
 	add := func(r agent.Rung, p *prefixes.Prefix, base string) error {
 		lang := kernel.Python // A runs in the Python kernel, for its shell op
 		if p != nil {
