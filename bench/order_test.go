@@ -61,14 +61,7 @@ func TestOrderInterleaves(t *testing.T) {
 func TestExecuteRunsInTheSeedsOrderAndAResumeKeepsIt(t *testing.T) {
 	b := newBenchRun(t, 1, "A", "B", "D")
 	b.spec.OrderSeed = 42
-	var conds, tasks []string
-	for _, c := range b.conds {
-		conds = append(conds, c.Name)
-	}
-	for _, task := range b.data.tasks {
-		tasks = append(tasks, task.ID)
-	}
-	want := Order(42, []string{"reference"}, conds, tasks, 1)
+	want := b.order()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
