@@ -114,6 +114,10 @@ type Config struct {
 	MaxRestarts int
 	// Encoding counts tokens for the prompt budget before a call.
 	Encoding session.Encoding
+	// Rules, when not nil, replaces the rules text the first message
+	// starts with (session.Input.RulesText; "" for none): a condition
+	// variant's (Rung.Rules). Nil keeps the protocol's and the prefix's.
+	Rules *string
 }
 
 // DefaultConfig is the bare loop with every default budget.
@@ -339,11 +343,14 @@ type Session struct {
 
 // Info is what the caller knows about a run, for the trajectory's header.
 type Info struct {
-	Model    string `json:"model"`
-	BaseURL  string `json:"base_url,omitempty"`
-	Task     string `json:"task,omitempty"`
-	Data     any    `json:"data,omitempty"` // the data set's manifest
-	Question string `json:"question"`
+	// Condition names the run's condition in the trajectory (a variant's
+	// name, say); "" names it from the protocol and the prefix (Condition).
+	Condition string `json:"-"`
+	Model     string `json:"model"`
+	BaseURL   string `json:"base_url,omitempty"`
+	Task      string `json:"task,omitempty"`
+	Data      any    `json:"data,omitempty"` // the data set's manifest
+	Question  string `json:"question"`
 }
 
 // Observer hears about a run's progress (for a progress line); nil is fine.
@@ -379,14 +386,24 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 		si := skillInfoOf(s.Skill)
 		skill = &si
 	}
+	cond := info.Condition
+	if cond == "" {
+		cond = Condition(cfg.Protocol, prefixName)
+	}
+	var rules *string
+	if cfg.Rules != nil {
+		h := RulesHash(*cfg.Rules)
+		rules = &h
+	}
 	tr.Emit("run", struct {
 		Info
 		Condition string           `json:"condition"`
 		Protocol  session.Protocol `json:"protocol"`
 		Prefix    *prefixInfo      `json:"prefix,omitempty"`
 		Skill     *skillInfo       `json:"skill,omitempty"`
+		Rules     *string          `json:"rules_sha256,omitempty"` // a variant's rules, which replaced the condition's
 		Budgets   budgets          `json:"budgets"`
-	}{info, Condition(cfg.Protocol, prefixName), cfg.Protocol, pinfo, skill, budgetsOf(cfg)})
+	}{info, cond, cfg.Protocol, pinfo, skill, rules, budgetsOf(cfg)})
 	cells := s.Cells
 	if s.Kernel == nil || s.Cells == nil && s.Prefix != nil {
 		// Something is still to be set up: it runs in the background, and
@@ -464,6 +481,7 @@ func firstInput(s *Session, cells []session.Cell, question string, cfg Config) s
 		in = session.Input{Skill: s.Skill, Question: question}
 	}
 	in.Budget = cfg.OutputBudget
+	in.RulesText = cfg.Rules
 	return in
 }
 
@@ -527,25 +545,28 @@ func checkShell(k kernel.Kernel) error {
 	return nil
 }
 
-// Condition names the condition of the ladder a run belongs to: A for the
-// cli loop, D for the bare loop, C for one shot, B for the eval loop, and
-// B0 for the eval loop over a prefix that binds nothing (a name ending in
-// "-nobind").
+// Condition names the condition of the ladder a run belongs to: the rung
+// of Ladder with protocol p whose prefix role fits prefix, the name of the
+// run's prefix ("" for none): B0's control when the name ends in
+// "-nobind", else B's.
 func Condition(p session.Protocol, prefix string) string {
-	switch p {
-	case session.CLI:
-		return "A"
-	case session.Bare:
-		return "D"
-	case session.TranscriptText:
-		return "C"
-	case session.Eval:
-		if strings.HasSuffix(prefix, prefixes.NoBindSuffix) {
-			return "B0"
-		}
-		return "B"
+	role := PrefixDefault
+	switch {
+	case p == session.CLI:
+		role = PrefixNone
+	case strings.HasSuffix(prefix, prefixes.NoBindSuffix):
+		role = PrefixControl
 	}
-	return "A"
+	name := ""
+	for _, r := range ladder {
+		if r.Protocol == p && (name == "" || r.Prefix == role) {
+			name = r.Name
+		}
+	}
+	if name == "" {
+		return "A"
+	}
+	return name
 }
 
 type prefixInfo struct {

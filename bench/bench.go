@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -21,20 +22,31 @@ import (
 	"github.com/ctxcode/ctxcode/session"
 )
 
-// Condition is a rung of the ladder as a run asks it.
+// Condition is a condition as a run asks it: a rung of the ladder
+// (agent.Ladder), or a variant of one (a --conditions-file line), with the
+// prefix its session starts from.
 type Condition struct {
-	Name     string // A, B, B0, D, C
+	Name     string // A, B, B0, D, C, or a variant's name
 	Protocol session.Protocol
 	// Prefix is the prefix the session starts from; nil for A (the cli
 	// protocol), whose skill document describes the data instead.
 	Prefix *prefixes.Prefix
+	// Base is the built-in condition a variant is made from; "" for a
+	// built-in condition.
+	Base string
+	// Rules, when not nil, replaces the rules text of the condition's first
+	// message ("" for none): a variant's (agent.Config.Rules).
+	Rules *string
 }
 
 // Info is what run.json records of c.
 func (c Condition) Info() ConditionInfo {
-	ci := ConditionInfo{Name: c.Name, Protocol: string(c.Protocol)}
+	ci := ConditionInfo{Name: c.Name, Protocol: string(c.Protocol), Base: c.Base, Rules: c.Rules}
 	if c.Prefix != nil {
 		ci.Prefix, ci.PrefixSource, ci.PrefixSHA256 = c.Prefix.Name, c.Prefix.Source, c.Prefix.Hash()
+	}
+	if c.Rules != nil {
+		ci.RulesSHA256 = agent.RulesHash(*c.Rules)
 	}
 	return ci
 }
@@ -144,7 +156,11 @@ func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	parallel := max(r.Parallel, 1)
-	s := &scheduler{run: r, todo: todo, parallel: parallel, pools: map[*poolRef]bool{}}
+	refs := map[*poolRef]bool{}
+	for _, w := range todo {
+		refs[w.pool] = true
+	}
+	s := &scheduler{run: r, todo: todo, parallel: parallel, npools: len(refs), pools: map[*poolRef]bool{}}
 	var closing sync.WaitGroup // kernels being closed after their trial
 	defer closing.Wait()
 	defer s.closeAll()
@@ -203,10 +219,9 @@ func (r *Run) models() ([][]llm.Model, error) {
 	return ms, nil
 }
 
-// plan lists the trials still to run, grouped by the prefix they start
-// from, so that few pools are open at once: prefix by prefix, then model
-// by model, each prefix's conditions in the run's order, rep by rep, task
-// by task. It stops with ctx's error when ctx ends (Ctrl-C).
+// plan lists the trials still to run, in the run's order (Order, drawn
+// from Spec.OrderSeed), each with the pool of the prefix it starts from.
+// It stops with ctx's error when ctx ends (Ctrl-C).
 func (r *Run) plan(ctx context.Context, l *Log) (todo []work, total int, _ error) {
 	var refs []*poolRef
 	refOf := map[string]*poolRef{}
@@ -224,30 +239,38 @@ func (r *Run) plan(ctx context.Context, l *Log) (todo []work, total int, _ error
 		}
 		condRef[i] = ref
 	}
-	for _, ref := range refs {
-		for mi, m := range r.Models {
-			for ci, c := range r.Conditions {
-				if condRef[ci] != ref {
-					continue
-				}
-				for rep := 1; rep <= r.Spec.Reps; rep++ {
-					if err := ctx.Err(); err != nil {
-						return nil, 0, err
-					}
-					for ti := range r.Tasks {
-						k := Key{Model: m.Name, Condition: c.Name, Task: r.Tasks[ti].ID, Rep: rep}
-						total++
-						if l.Done(k) {
-							continue
-						}
-						todo = append(todo, work{key: k, model: mi, cond: ci, task: &r.Tasks[ti], pool: ref})
-					}
-				}
+	models, conds, tasks := map[string]int{}, map[string]int{}, map[string]int{}
+	var mnames, cnames, tids []string
+	for i, m := range r.Models {
+		models[m.Name] = i
+		mnames = append(mnames, m.Name)
+	}
+	for i, c := range r.Conditions {
+		conds[c.Name] = i
+		cnames = append(cnames, c.Name)
+	}
+	for i, t := range r.Tasks {
+		tasks[t.ID] = i
+		tids = append(tids, t.ID)
+	}
+	for i, k := range Order(r.Spec.OrderSeed, mnames, cnames, tids, r.Spec.Reps) {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, 0, err
 			}
 		}
+		total++
+		if l.Done(k) {
+			continue
+		}
+		ci, ti := conds[k.Condition], tasks[k.Task]
+		todo = append(todo, work{key: k, model: models[k.Model], cond: ci, task: &r.Tasks[ti], pool: condRef[ci]})
 	}
 	for _, w := range todo {
 		w.pool.left++
+	}
+	for _, ref := range refs {
+		ref.share = float64(ref.left) / float64(max(len(todo), 1))
 	}
 	return todo, total, nil
 }
@@ -257,7 +280,8 @@ func (r *Run) plan(ctx context.Context, l *Log) (todo []work, total int, _ error
 type poolRef struct {
 	prefix *prefixes.Prefix
 	pool   *sandbox.WarmPool[[]session.Cell]
-	left   int // trials still to take a kernel from it
+	left   int     // trials still to take a kernel from it
+	share  float64 // its part of the trials to run, from 0 to 1
 }
 
 // scheduler hands out the trials in order and keeps the pools open that
@@ -267,6 +291,7 @@ type scheduler struct {
 	mu       sync.Mutex
 	todo     []work
 	parallel int
+	npools   int               // the run's pools, open or not
 	pools    map[*poolRef]bool // the open ones
 	closing  sync.WaitGroup    // pools being closed
 	warnMu   sync.Mutex        // the workers warn one at a time
@@ -302,7 +327,7 @@ func (s *scheduler) open(ref *poolRef) {
 	if ref.pool != nil {
 		return
 	}
-	size := min(s.parallel, ref.left)
+	size := poolSize(s.parallel, s.npools, ref.share, ref.left)
 	var prepare sandbox.Prepare[[]session.Cell]
 	if p := ref.prefix; p != nil {
 		opts := kernel.ExecOptions{Timeout: s.run.Agent.CellTimeout}
@@ -314,6 +339,27 @@ func (s *scheduler) open(ref *poolRef) {
 	// nothing at the end.
 	ref.pool = sandbox.NewWarmPool(s.run.Language, s.run.Transport, size, ref.left, kernel.ClientOptions{}, prepare)
 	s.pools[ref] = true
+}
+
+// poolSize is how many kernels a pool keeps ready, and builds at once,
+// for trials that are share of the run's, in a run of pools pools and
+// parallel trials at once, left of its trials still to come. In the
+// interleaved order every pool is drawn on all the time, each as often as
+// its share: each pool gets its share of parallel + pools kernels (about
+// what one pool at a time kept before: kernels waiting in memory beyond
+// that buy nothing), so that a pool whose trials come three times as often
+// as another's builds three kernels to its one, and at least two (when
+// parallel allows), so that a pool whose builds are slow (a control
+// prefix that reads its files in every cell) is not left one builder. A
+// pool whose ready kernels are all there builds nothing more, so the CPUs
+// go to the pools that are behind. For trials that take longer than a
+// build (a model behind an API) the kernels are ready long before they are
+// asked for. When builds are the slower part (the reference model's trials
+// take milliseconds) no size helps: the trials wait for the CPUs that
+// build, and Trial.PoolWaitMS says how long.
+func poolSize(parallel, pools int, share float64, left int) int {
+	size := max(int(math.Round(share*float64(parallel+pools))), min(2, parallel))
+	return max(1, min(size, left))
 }
 
 // taken is told that a trial of ref has its kernel (or gave up on one):
@@ -367,6 +413,7 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 		s.warnf("ctxcode: trial %s: no kernel (%v); trying again\n", w.key, err)
 	}
 	s.taken(w.pool)
+	ready := time.Now() // the trial's own time starts with its kernel
 	if err != nil {
 		if ctx.Err() != nil {
 			return Trial{}, context.Cause(ctx)
@@ -394,8 +441,8 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 	}
 	traj := agent.NewTrajectory(f)
 	sess, cfg := r.session(cond, skill, r.Spec.Data.FollowLinks)
-	sess.Kernel, sess.Cells, sess.Started = k, cells, started
-	info := agent.Info{Model: r.Models[w.model].Name, BaseURL: r.Models[w.model].BaseURL, Task: w.task.ID,
+	sess.Kernel, sess.Cells, sess.Started = k, cells, ready
+	info := agent.Info{Condition: cond.Name, Model: r.Models[w.model].Name, BaseURL: r.Models[w.model].BaseURL, Task: w.task.ID,
 		Data: r.Spec.Data.Manifest, Question: w.task.Question}
 	res, err := agent.Run(ctx, sess, model, cfg, info, traj, nil)
 	if ctx.Err() != nil {
@@ -418,6 +465,7 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 	g := res.SetGrade(right, reason)
 	traj.Grade(w.task.ID, w.task.Gold, g)
 	fill(&t, res)
+	t.PoolWaitMS = ready.Sub(started).Milliseconds()
 	if err := keepTrajectory(f, traj, path); err != nil {
 		// The trial ran, but what it did is not kept: it is not a result,
 		// and it runs again. The disk (or the folder) would fail the next

@@ -384,6 +384,18 @@ func (b *benchRun) keys() []Key {
 	return keys
 }
 
+// order is the run's keys in the order its trials run.
+func (b *benchRun) order() []Key {
+	var conds, tasks []string
+	for _, c := range b.conds {
+		conds = append(conds, c.Name)
+	}
+	for _, task := range b.data.tasks {
+		tasks = append(tasks, task.ID)
+	}
+	return Order(b.spec.OrderSeed, []string{llm.ReferenceName}, conds, tasks, b.spec.Reps)
+}
+
 func execute(t *testing.T, ctx context.Context, r *Run, l *Log) (*Outcome, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // a hang guard, not a time limit
@@ -518,7 +530,7 @@ func TestExecuteStopsAtARefusedKey(t *testing.T) {
 
 	require.Len(t, l.Trials, 1)
 	tr := l.Trials[0]
-	assert.Equal(t, b.keys()[0], tr.Key)
+	assert.Equal(t, b.order()[0], tr.Key, "the first trial of the run's order")
 	assert.Equal(t, ClassInfra, tr.Class, "a refused key is not the model's result")
 	assert.Equal(t, agent.ModelFailed, tr.Status)
 	assert.Contains(t, tr.Error, "401")

@@ -41,15 +41,34 @@
 // never run again. A trial still running when the run stops (Ctrl-C, kill)
 // has no line, so it runs again.
 //
+// # Conditions
+//
+// The ladder is agent.Ladder, one table (protocol, prefix role, loop or one
+// shot, rules); a run's Condition is a rung of it with its prefix, or a
+// Variant of one read from a conditions file (ReadConditions): a built-in
+// condition under another name, with a rules text that replaces the base's
+// or a prefix of its own. run.json records each with its base and its
+// rules' hash.
+//
+// # Order
+//
+// Trials run interleaved (Order): rep by rep, each task in every (model,
+// condition), in an order drawn anew for each task, before the next task,
+// from Spec.OrderSeed, which run.json keeps, so a resume runs the trials
+// left in the order they would have run. What changes with time (the API's
+// latency, throttling, a provider's cache) falls on every condition alike.
+//
 // # Kernels
 //
 // Trials take their kernels from one sandbox.WarmPool per prefix (the image
 // and the data are the run's): each kernel there is started and has its
 // prefix executed before a trial asks for it, so a trial starts at its first
-// model request. A kernel serves one trial and is closed after it. A pool is
-// opened shortly before its first trial is due and closed once its last
-// trial has its kernel; every pool is closed when the run ends, however it
-// ends.
+// model request. A kernel serves one trial and is closed after it. In the
+// interleaved order every pool is drawn on all the time: the pools stay
+// open side by side, each sized by its share of the trials (poolSize), and
+// a pool is closed once its last trial has its kernel, never before; every
+// pool is closed when the run ends, however it ends. The time a trial waits
+// for its kernel is its line's PoolWaitMS, apart from its WallMS.
 //
 // # Throttling
 //

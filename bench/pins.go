@@ -48,7 +48,7 @@ func (r *Run) session(cond Condition, skill string, followLinks bool) (*agent.Se
 		sess.Skill, sess.DataDir, sess.FollowLinks = skill, r.DataDir, followLinks
 	}
 	cfg := r.Agent
-	cfg.Protocol = cond.Protocol
+	cfg.Protocol, cfg.Rules = cond.Protocol, cond.Rules
 	return sess, cfg
 }
 

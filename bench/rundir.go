@@ -77,6 +77,9 @@ type Spec struct {
 	// the machine and on the API, and so the timeouts and rate limits a
 	// trial meets.
 	Parallel int `json:"parallel"`
+	// OrderSeed draws the order the trials run in (Order); a resume keeps
+	// it, so the trials left run in the order they would have.
+	OrderSeed int64 `json:"order_seed"`
 }
 
 // ModelInfo names a model of the run and how it is sampled.
@@ -101,6 +104,14 @@ type ConditionInfo struct {
 	// placeholder question, as the agent renders it (Run.FirstRequestSHA256):
 	// its rules, its tools, the prefix's code or the skill document.
 	FirstRequest string `json:"first_request_sha256,omitempty"`
+	// Base is the built-in condition a variant (--conditions-file) is made
+	// from; empty for a built-in condition.
+	Base string `json:"base,omitempty"`
+	// Rules is a variant's rules text, which replaced its base's ("" for
+	// none), and RulesSHA256 its hash; both absent when the condition has
+	// its own rules.
+	Rules       *string `json:"rules,omitempty"`
+	RulesSHA256 string  `json:"rules_sha256,omitempty"`
 }
 
 // TaskSource says where the tasks came from: the built-in generator (Kind
@@ -215,18 +226,22 @@ type Trial struct {
 	CachedTokens    int    `json:"cached_tokens"`
 	ReasoningTokens int    `json:"reasoning_tokens"`
 	Estimated       bool   `json:"estimated"`
-	// WallMS is the trial from its start (asking the pool for a kernel) to
-	// its end; KernelMS the part before the first model request (waiting
-	// for a kernel, and building the prefix when the kernel was not warm);
-	// ModelMS the model calls, retries and waits included.
+	// WallMS is the trial's own time: from the moment it has its kernel
+	// (prefix built) to its end. PoolWaitMS is the time before it, spent
+	// waiting for the pool to have a kernel ready: the harness's, not the
+	// trial's (a pool that keeps up makes it 0). KernelMS is the part of
+	// WallMS before the first model request; ModelMS the model calls,
+	// retries and waits included; WaitedMS the part of ModelMS spent
+	// waiting to retry.
 	WallMS     int64     `json:"wall_ms"`
+	PoolWaitMS int64     `json:"pool_wait_ms"`
 	KernelMS   int64     `json:"kernel_ms"`
 	ModelMS    int64     `json:"model_ms"`
 	WaitedMS   int64     `json:"waited_ms"`
 	Retries    int       `json:"retries"`
 	Restarts   int       `json:"restarts"`
 	Trajectory string    `json:"trajectory"` // relative to the run directory
-	Started    time.Time `json:"started"`
+	Started    time.Time `json:"started"`    // when the trial asked for its kernel
 }
 
 // BudgetStop says the trial ended because a budget ran out.
@@ -434,6 +449,16 @@ func inspect(dir string, spec *Spec, mode OpenMode) (st dirState, old *Spec, why
 func hasTrials(dir string) bool {
 	st, err := os.Stat(filepath.Join(dir, TrialsFile))
 	return !errors.Is(err, os.ErrNotExist) && (err != nil || st.Size() > 0)
+}
+
+// StoredOrderSeed is the order seed of the run in dir, so that a resume
+// keeps its order; false when dir holds no run.json that reads.
+func StoredOrderSeed(dir string) (int64, bool) {
+	s, err := readSpec(dir)
+	if err != nil {
+		return 0, false
+	}
+	return s.OrderSeed, true
 }
 
 func readSpec(dir string) (*Spec, error) {
@@ -777,6 +802,11 @@ func Diff(was, now Spec) []string {
 				case a.Name != b.Name:
 				case a.Protocol != b.Protocol:
 					add("condition %s: protocol %s in the run, %s now", a.Name, a.Protocol, b.Protocol)
+				case a.Base != b.Base:
+					add("condition %s: base %q in the run, %q now", a.Name, a.Base, b.Base)
+				case a.RulesSHA256 != b.RulesSHA256:
+					add("condition %s: rules (sha256 %s) in the run, rules (sha256 %s) now",
+						a.Name, ownRules(head12(a.RulesSHA256)), ownRules(head12(b.RulesSHA256)))
 				case a.Prefix != b.Prefix || a.PrefixSHA256 != b.PrefixSHA256:
 					add("condition %s: prefix %s (sha256 %s) in the run, %s (sha256 %s) now",
 						a.Name, a.Prefix, head12(a.PrefixSHA256), b.Prefix, head12(b.PrefixSHA256))
@@ -804,6 +834,7 @@ func Diff(was, now Spec) []string {
 	if was.Parallel != now.Parallel {
 		add("parallel (--parallel): %d in the run, %d now", was.Parallel, now.Parallel)
 	}
+	field("order seed (--order-seed)", was.OrderSeed, now.OrderSeed)
 	return diffs
 }
 
@@ -907,6 +938,15 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// ownRules is h, or "none: its own" for the hash of rules a condition
+// does not have.
+func ownRules(h string) string {
+	if h == "" {
+		return "none: its own"
+	}
+	return h
 }
 
 func conditionNames(cs []ConditionInfo) []string {

@@ -29,7 +29,9 @@ type Row struct {
 	CachedTokens  float64 `json:"mean_cached_tokens"`
 	WallMS        float64 `json:"mean_wall_ms"`
 	KernelMS      float64 `json:"mean_kernel_ms"`
-	Estimated     bool    `json:"estimated"`
+	// PoolWaitMS is the mean wait for a pooled kernel, apart from WallMS.
+	PoolWaitMS float64 `json:"mean_pool_wait_ms"`
+	Estimated  bool    `json:"estimated"`
 }
 
 // Summarize sums the final lines of a run per (model, condition), in the
@@ -75,6 +77,7 @@ func Summarize(final []Trial) []Row {
 		x.CachedTokens += float64(t.CachedTokens)
 		x.WallMS += float64(t.WallMS)
 		x.KernelMS += float64(t.KernelMS)
+		x.PoolWaitMS += float64(t.PoolWaitMS)
 		x.Estimated = x.Estimated || t.Estimated
 	}
 	out := make([]Row, len(rows))
@@ -82,7 +85,7 @@ func Summarize(final []Trial) []Row {
 		if n := float64(x.Graded); n > 0 {
 			x.Accuracy = float64(x.Correct) / n
 			x.Turns, x.ContextTokens, x.OutputTokens, x.CachedTokens = x.Turns/n, x.ContextTokens/n, x.OutputTokens/n, x.CachedTokens/n
-			x.WallMS, x.KernelMS = x.WallMS/n, x.KernelMS/n
+			x.WallMS, x.KernelMS, x.PoolWaitMS = x.WallMS/n, x.KernelMS/n, x.PoolWaitMS/n
 		}
 		out[i] = *x
 	}

@@ -85,20 +85,24 @@ type TaskProblem struct {
 // maxTaskProblemsShown bounds the problems TaskFileError.Error lists.
 const maxTaskProblemsShown = 20
 
-func (e *TaskFileError) Error() string {
+func (e *TaskFileError) Error() string { return problemList(e.Path, e.Problems) }
+
+// problemList is the problems of the file path, one a line, each with its
+// line number when it has one.
+func problemList(path string, problems []TaskProblem) string {
 	var b strings.Builder
-	for i, p := range e.Problems {
+	for i, p := range problems {
 		if i == maxTaskProblemsShown {
-			fmt.Fprintf(&b, "\nand %d more", len(e.Problems)-maxTaskProblemsShown)
+			fmt.Fprintf(&b, "\nand %d more", len(problems)-maxTaskProblemsShown)
 			break
 		}
 		if i > 0 {
 			b.WriteByte('\n')
 		}
 		if p.Line > 0 {
-			fmt.Fprintf(&b, "%s:%d: %s", e.Path, p.Line, p.Msg)
+			fmt.Fprintf(&b, "%s:%d: %s", path, p.Line, p.Msg)
 		} else {
-			fmt.Fprintf(&b, "%s: %s", e.Path, p.Msg)
+			fmt.Fprintf(&b, "%s: %s", path, p.Msg)
 		}
 	}
 	return b.String()

@@ -48,7 +48,11 @@ type InitOptions struct {
 
 // InitResult is a prefix Init wrote, and what a person should know of it.
 type InitResult struct {
-	Source  []byte    // the prefix, in the percent format
+	Source []byte // the prefix, in the percent format
+	// Control is the prefix's control, NAME-nobind, for condition B0: the
+	// same cells with the same outputs, but no data variable bound (every
+	// cell that reads the data loads it again). Python only; nil for Go.
+	Control []byte
 	Skipped []Skipped // the files left out, with reasons (also in Source's header)
 	// Warnings are one-line notes for the person running init: files read
 	// as Latin-1, and a prefix whose estimated transcript is over budget.
@@ -191,7 +195,10 @@ func InitWith(dir string, o InitOptions) (*InitResult, error) {
 	if lang == kernel.Go {
 		h, cells = renderGoInit(folder, files, names)
 	} else {
-		h, cells = renderInit(folder, files, names)
+		h, cells = renderInit(folder, files, names, true)
+		ch, ccells := renderInit(folder, files, names, false)
+		ch.skipped = res.Skipped
+		res.Control = []byte(ch.render(lang, ccells))
 	}
 	h.skipped = res.Skipped
 	res.Source = []byte(h.render(lang, cells))
@@ -1122,7 +1129,10 @@ func pyLoadArgs(f *dataFile) (args, note string) {
 	return args, strings.Join(notes, "; ")
 }
 
-func renderInit(folder string, files []*dataFile, names []string) (header, []initCell) {
+// renderInit writes the Python prefix of files, or with bind false its
+// control: the same cells with the same outputs, whose data variables are
+// never bound (each use is the expression that loads the file).
+func renderInit(folder string, files []*dataFile, names []string, bind bool) (header, []initCell) {
 	used := map[string]bool{}
 	grouped := false
 	var binds []string
@@ -1148,6 +1158,16 @@ func renderInit(folder string, files []*dataFile, names []string) (header, []ini
 		h.description = fmt.Sprintf("The files of %s, one variable per file or per group of files with one schema. Written by ctxcode prefix init; edit freely.", folder)
 	}
 	h.rules = "The data is loaded: " + strings.Join(binds, ", ") + "."
+	// ref is how a later cell names f's data: its variable, or in the
+	// control the expression that loads it.
+	ref := func(f *dataFile) string { return f.ident }
+	if !bind {
+		h.name += NoBindSuffix
+		h.description = fmt.Sprintf("The control of prefix %s (condition B0): the same cells and outputs, but no data variable is bound: "+
+			"every cell loads the files it reads. Written by ctxcode prefix init.", identifier(folder, map[string]bool{}))
+		h.rules = "No data variable is bound: load the files of data/ in the cells you write, as the cells shown do."
+		ref = pyLoadExpr
+	}
 
 	var cells []initCell
 	code, out := listing(names, kernel.Python)
@@ -1181,6 +1201,9 @@ func renderInit(folder string, files []*dataFile, names []string) (header, []ini
 			"            for k, v in r.items()}\n", briefWidth)
 	}
 	for _, f := range files {
+		if !bind {
+			break // the control binds no data variable
+		}
 		args, note := pyLoadArgs(f)
 		comment := ""
 		if note != "" {
@@ -1227,7 +1250,7 @@ func renderInit(folder string, files []*dataFile, names []string) (header, []ini
 	var lens, lensOut []string
 	for _, f := range files {
 		if f.kind != "scalar" {
-			lens = append(lens, "len("+f.ident+")")
+			lens = append(lens, "len("+ref(f)+")")
 			lensOut = append(lensOut, strconv.Itoa(f.n))
 		}
 	}
@@ -1246,7 +1269,7 @@ func renderInit(folder string, files []*dataFile, names []string) (header, []ini
 		if !f.table {
 			continue
 		}
-		fieldLines = append(fieldLines, fmt.Sprintf(" %s: sorted({k for r in %s for k in r}),", pyString(f.ident), f.ident))
+		fieldLines = append(fieldLines, fmt.Sprintf(" %s: sorted({k for r in %s for k in r}),", pyString(f.ident), ref(f)))
 		fieldOut = append(fieldOut, pyRepr(f.ident)+": "+reprList(f.fields))
 		var keys []string
 		for k := range f.small {
@@ -1255,7 +1278,7 @@ func renderInit(folder string, files []*dataFile, names []string) (header, []ini
 		sort.Strings(keys)
 		for _, k := range keys {
 			smallLines = append(smallLines, fmt.Sprintf(" %s: sorted({r[%s] for r in %s if isinstance(r.get(%s), str)}),",
-				pyString(f.ident+"."+k), pyString(k), f.ident, pyString(k)))
+				pyString(f.ident+"."+k), pyString(k), ref(f), pyString(k)))
 			smallOut = append(smallOut, pyRepr(f.ident+"."+k)+": "+reprList(f.small[k]))
 		}
 	}
@@ -1268,18 +1291,53 @@ func renderInit(folder string, files []*dataFile, names []string) (header, []ini
 	for _, f := range files {
 		switch {
 		case f.table && f.brief:
-			cells = append(cells, initCell{fmt.Sprintf("brief(%s[-1])\n", f.ident), reprRecord(f.last, true)})
+			cells = append(cells, initCell{fmt.Sprintf("brief(%s[-1])\n", ref(f)), reprRecord(f.last, true)})
 		case f.table:
-			cells = append(cells, initCell{fmt.Sprintf("%s[-1]\n", f.ident), reprRecord(f.last, false)})
+			cells = append(cells, initCell{fmt.Sprintf("%s[-1]\n", ref(f)), reprRecord(f.last, false)})
 		case f.kind == "dict":
-			cells = append(cells, initCell{fmt.Sprintf("sorted(%s)[:20]\n", f.ident), reprList(f.keys[:min(20, len(f.keys))])})
+			cells = append(cells, initCell{fmt.Sprintf("sorted(%s)[:20]\n", ref(f)), reprList(f.keys[:min(20, len(f.keys))])})
 		case f.kind == "list":
-			cells = append(cells, initCell{fmt.Sprintf("%s[:3]\n", f.ident), f.peek})
+			cells = append(cells, initCell{fmt.Sprintf("%s[:3]\n", ref(f)), f.peek})
 		default:
-			cells = append(cells, initCell{fmt.Sprintf("%s\n", f.ident), f.scalar})
+			cells = append(cells, initCell{fmt.Sprintf("%s\n", ref(f)), f.scalar})
 		}
 	}
 	return h, cells
+}
+
+// pyLoadExpr is the Python expression that loads f's data as the prefix
+// binds it, for the control, which binds nothing.
+func pyLoadExpr(f *dataFile) string {
+	args, _ := pyLoadArgs(f)
+	if f.members == nil {
+		load := fmt.Sprintf("load_%s(%s%s)", f.format, pyString(f.name), args)
+		if f.envelope != "" {
+			load += "[" + pyString(f.envelope) + "]"
+		}
+		return load
+	}
+	load := fmt.Sprintf("load_%s(n%s)", f.format, args)
+	if f.envelope != "" {
+		load += "[" + pyString(f.envelope) + "]"
+	}
+	files := ""
+	if p := f.pattern; p != [2]string{} {
+		var conds []string
+		if p[0] != "" {
+			conds = append(conds, fmt.Sprintf("n.startswith(%s)", pyString(p[0])))
+		}
+		if p[1] != "" {
+			conds = append(conds, fmt.Sprintf("n.endswith(%s)", pyString(p[1])))
+		}
+		files = fmt.Sprintf("for n in sorted(os.listdir('data')) if %s", strings.Join(conds, " and "))
+	} else {
+		var ns []string
+		for _, m := range f.members {
+			ns = append(ns, pyString(m.name))
+		}
+		files = fmt.Sprintf("for n in [%s]", strings.Join(ns, ", "))
+	}
+	return fmt.Sprintf("[{%s: n, **r} %s for r in %s]", pyRepr(f.source), files, load)
 }
 
 // jsonColumns lists the fields of JSON records in the order they first

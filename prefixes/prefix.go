@@ -34,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -258,6 +259,44 @@ const NoBindSuffix = "-nobind"
 
 // BindsNothing says p binds no variables (its name ends in NoBindSuffix).
 func (p *Prefix) BindsNothing() bool { return strings.HasSuffix(p.Name, NoBindSuffix) }
+
+// ControlPath is where the control of the prefix file path is looked for:
+// beside it, its base name with NoBindSuffix before the extension
+// (weather.py: weather-nobind.py), as prefix init writes it.
+func ControlPath(path string) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + NoBindSuffix + ext
+}
+
+// ControlOf is the control of p, the prefix condition B0 starts from: p
+// itself when it binds nothing; the built-in NAME-nobind of a built-in
+// prefix; for a file, the file at ControlPath beside it, which must bind
+// nothing. The error says where the control was looked for.
+func ControlOf(p *Prefix) (*Prefix, error) {
+	if p.BindsNothing() {
+		return p, nil
+	}
+	if file, ok := strings.CutPrefix(p.Source, "builtin:"); ok {
+		name := strings.TrimSuffix(file, filepath.Ext(file)) + NoBindSuffix
+		if !slices.Contains(Builtins(), name) {
+			return nil, fmt.Errorf("the built-in prefix %s has no control (there is no built-in %s)", p.Name, name)
+		}
+		return Load(name)
+	}
+	path := ControlPath(p.Source)
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("prefix %s has no control beside it: no %s", p.Name, path)
+	}
+	c, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if !c.BindsNothing() {
+		return nil, fmt.Errorf("%s is beside prefix %s, but its name %s does not end in %s: a control binds nothing, and says so by its name (# name: %s%s)",
+			path, p.Name, c.Name, NoBindSuffix, p.Name, NoBindSuffix)
+	}
+	return c, nil
+}
 
 // Input is what the renderers need from p and its built cells, to ask
 // question: the transcript in p's language, p's rules, and whether its

@@ -75,6 +75,15 @@ func Markdown(w io.Writer, rep *Report, runLinks ...string) error {
 		b.WriteString("\n" + n + "\n")
 	}
 	b.WriteString(literalNote(rep.Rows, "\n", "\n"))
+	var waits []string
+	for _, r := range rep.Rows {
+		if d := r.PoolWaitMS; d != nil {
+			waits = append(waits, fmt.Sprintf("%s %s %.2fs (median %.2fs)", r.Model, r.Condition, d.Mean/1000, d.Median/1000))
+		}
+	}
+	if len(waits) > 0 {
+		b.WriteString("\nWaiting for a pooled kernel, apart from wall (the harness's time, mean per trial): " + strings.Join(waits, "; ") + ".\n")
+	}
 
 	s := sectionTitles(rep)
 	if len(rep.Layers) > 0 {

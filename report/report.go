@@ -220,8 +220,11 @@ type Row struct {
 	Cached      Dist     `json:"cached_tokens"`
 	Reasoning   Dist     `json:"reasoning_tokens"`
 	WallMS      Dist     `json:"wall_ms"`
-	Estimated   bool     `json:"estimated"`
-	Money       *Money   `json:"money,omitempty"`
+	// PoolWaitMS is the trials' wait for a pooled kernel, apart from
+	// WallMS: the harness's time; nil when no trial waited.
+	PoolWaitMS *Dist  `json:"pool_wait_ms,omitempty"`
+	Estimated  bool   `json:"estimated"`
+	Money      *Money `json:"money,omitempty"`
 }
 
 // Sources counts the graded trials by where their answer came from.
@@ -448,7 +451,8 @@ func buildRow(run int, r *Run, model, cond string, prices map[string]Price) Row 
 	idx := taskIndex(r)
 	var groups []int
 	var correct []bool
-	var turns, ctx, out, cached, reasoning, wall []float64
+	var turns, ctx, out, cached, reasoning, wall, poolWait []float64
+	waited := false
 	price, priced := prices[model]
 	money := &Money{}
 	for _, t := range r.Final {
@@ -491,6 +495,8 @@ func buildRow(run int, r *Run, model, cond string, prices map[string]Price) Row 
 		cached = append(cached, float64(t.CachedTokens))
 		reasoning = append(reasoning, float64(t.ReasoningTokens))
 		wall = append(wall, float64(t.WallMS))
+		poolWait = append(poolWait, float64(t.PoolWaitMS))
+		waited = waited || t.PoolWaitMS > 0
 		row.Estimated = row.Estimated || t.Estimated
 		if priced {
 			uncached := float64(t.ContextTokens - t.CachedTokens)
@@ -507,6 +513,10 @@ func buildRow(run int, r *Run, model, cond string, prices map[string]Price) Row 
 	row.Reasoning = Describe(reasoning, groups, rng, Resamples)
 	row.WallMS = Describe(wall, groups, rng, Resamples)
 	row.Accuracy = TaskAccuracy(correct, groups, rng, Resamples)
+	if waited { // from a generator of its own: the figures above stay as they were
+		d := Describe(poolWait, groups, NewRand(Seed), Resamples)
+		row.PoolWaitMS = &d
+	}
 	if priced && row.Graded > 0 {
 		money.MeanUSD = money.TotalUSD / float64(row.Graded)
 		row.Money = money

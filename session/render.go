@@ -140,6 +140,13 @@ type Input struct {
 	// say that the cells' variables are still bound. The rules of a prefix
 	// and its control differ only in this, and in the prefix's own Rules.
 	NothingBound bool
+	// RulesText, when not nil, is the whole rules text the request starts
+	// with, in place of the protocol's rules and the prefix's Rules; ""
+	// leaves none (no system message in bare and eval). It is a condition
+	// variant's (bench --conditions-file), for prompt ablations. The tools,
+	// the prefix's cells, condition A's skill document and the one shot's
+	// closing instruction stay as they are.
+	RulesText *string
 }
 
 // Render turns in into the request of protocol p. It is a pure function:
@@ -252,7 +259,7 @@ func answerKinds(lang kernel.Language) string {
 	return "a number, string, list, or " + record + " for several named parts"
 }
 
-func system(in Input, protocol string) Message {
+func system(in Input, protocol string) []Message {
 	text := sessionRules(in, false)
 	if protocol != "" {
 		text += "\n" + protocol
@@ -260,15 +267,20 @@ func system(in Input, protocol string) Message {
 	if r := strings.TrimSpace(in.Rules); r != "" {
 		text += "\n" + r
 	}
-	return Message{Role: "system", Content: text}
+	if in.RulesText != nil {
+		if text = *in.RulesText; text == "" {
+			return nil
+		}
+	}
+	return []Message{{Role: "system", Content: text}}
 }
 
 func question(q string) Message { return Message{Role: "user", Content: q} }
 
 func renderBare(in Input) Request {
 	lang := in.Transcript.Language
-	msgs := []Message{system(in, "Your message runs as written as the next cell; the reply is its output. "+
-		"Code only: no prose, no Markdown fences.")}
+	msgs := system(in, "Your message runs as written as the next cell; the reply is its output. "+
+		"Code only: no prose, no Markdown fences.")
 	cell := func(c Cell) {
 		// The history holds each cell as it ran; a message with no code
 		// (nothing ran) as the model sent it.
@@ -293,7 +305,7 @@ func renderBare(in Input) Request {
 
 func renderEval(in Input) Request {
 	lang := in.Transcript.Language
-	msgs := []Message{system(in, "")}
+	msgs := system(in, "")
 	cell := func(c Cell, id string) {
 		if c.Call == nil && strings.TrimSpace(c.Code) == "" {
 			// A message without a call or code (cut at the output-token
@@ -351,11 +363,16 @@ func ranAs(c Cell, id string) ToolCall {
 func renderTranscript(in Input) Request {
 	lang := in.Transcript.Language
 	var b strings.Builder
-	b.WriteString(sessionRules(in, true))
-	if r := strings.TrimSpace(in.Rules); r != "" {
-		b.WriteString("\n" + r)
+	switch {
+	case in.RulesText == nil:
+		b.WriteString(sessionRules(in, true))
+		if r := strings.TrimSpace(in.Rules); r != "" {
+			b.WriteString("\n" + r)
+		}
+		b.WriteString("\n\n")
+	case *in.RulesText != "":
+		b.WriteString(*in.RulesText + "\n\n")
 	}
-	b.WriteString("\n\n")
 	for i, c := range in.Transcript.Cells {
 		if i > 0 {
 			b.WriteByte('\n')
@@ -380,8 +397,13 @@ func cliRules(in Input) string {
 
 func renderCLI(in Input) Request {
 	text := cliRules(in)
-	if s := strings.TrimSpace(in.Skill); s != "" {
+	if in.RulesText != nil {
+		text = *in.RulesText
+	}
+	if s := strings.TrimSpace(in.Skill); s != "" && text != "" {
 		text += "\n\n" + s
+	} else if s != "" {
+		text = s
 	}
 	msgs := []Message{{Role: "system", Content: text}, question(in.Question)}
 	for i, c := range in.New {

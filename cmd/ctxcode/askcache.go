@@ -68,7 +68,7 @@ type askCache struct {
 }
 
 // usesCache says whether the ask keeps and starts from built prefixes.
-func (o *askOptions) usesCache() bool { return !o.noCache && needsPrefix(o.rungs) }
+func (o *askOptions) usesCache() bool { return !o.noCache && needsPrefix(o.rung) }
 
 // warmUp is what the first request waits for and no data decides, done in
 // the background while the data loads: the Docker image's id, for the

@@ -22,7 +22,7 @@ import (
 
 const askUsage = `Usage:
   ctxcode ask [--data DIR] [--prefix P] [--condition A|B|B0|D|C | --mode loop|oneshot]
-              [--model M] [--task ID|all] [--trajectory FILE] [--json] [flags] [QUESTION]
+              [--model M] [--task ID] [--trajectory FILE] [--json] [flags] [QUESTION]
 
 Asks a model a question about the data. The model continues a live session
 whose prefix already loaded the data: in the loop (the default, condition D)
@@ -33,7 +33,9 @@ Prints the answer, then one line of cost.
 --condition names a rung of the ladder whole: A, the CLI agent (no prefix: a
 skill document, and read and bash tools in the same sandbox; it answers with
 a final "ANSWER: v"); B, an eval tool over the prefix; B0, the same with a
-prefix that binds nothing (pm-nobind); D, the bare loop; C, the one shot.
+prefix that binds nothing (the control of --prefix: pm-nobind for pm,
+NAME-nobind beside a file NAME.py, or a -nobind prefix named with --prefix);
+D, the bare loop; C, the one shot.
 --mode and --protocol are the finer controls; they may not contradict it.
 
 Without --data, the built-in project-management data set is used (generated
@@ -42,8 +44,8 @@ folder made by "ctxcode data gen" gets pm; any other folder gets a prefix
 written on the fly by "ctxcode prefix init".
 
 --task ID asks a built-in task and grades the answer ("ctxcode tasks --data DIR"
-lists them); --task all asks every one and prints accuracy and cost per mode
-or condition (several: --condition A,B,B0,D,C).
+lists them). To ask every task, in several conditions, use ctxcode bench: it
+runs them in parallel, keeps every trial and resumes.
 
 The prefix's built cells are kept in the cache folder (transcripts/ beside
 the built-in data, e.g. ~/.cache/ctxcode/transcripts), keyed by the prefix,
@@ -68,7 +70,7 @@ type askOptions struct {
 	sandbox    sandboxFlags
 	dataDir    string
 	prefixName string
-	rungs      []rung // the conditions (or modes) each question is asked in
+	rung       agent.Rung // the condition (or mode) the question is asked in
 	protocol   string
 	model      string
 	modelFlags
@@ -86,13 +88,13 @@ func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
 	fs := newFlagSet("ask", askUsage, stderr)
 	o.sandbox.register(fs)
 	var mode, condition string
-	fs.StringVar(&condition, "condition", "", "the rung of the ladder: A (read and bash tools), B (eval tool), B0 (eval, nothing bound), D (bare loop), C (one shot); with --task all, a comma list")
+	fs.StringVar(&condition, "condition", "", "the rung of the ladder: A (read and bash tools), B (eval tool), B0 (eval, nothing bound), D (bare loop), C (one shot)")
 	fs.StringVar(&o.dataDir, "data", "", "data folder (default: the built-in project-management data, tier xl)")
 	fs.StringVar(&o.prefixName, "prefix", "", "prefix: a built-in name or a file (default: pm for ctxcode data, else one written by prefix init)")
-	fs.StringVar(&mode, "mode", string(agent.Loop), "loop (the bare loop, condition D) or oneshot (one code block, condition C); with --task all, a comma list")
+	fs.StringVar(&mode, "mode", string(agent.Loop), "loop (the bare loop, condition D) or oneshot (one code block, condition C)")
 	fs.StringVar(&o.protocol, "protocol", "", "loop protocol: bare (D, the default) or eval (B, B0: one eval tool)")
 	fs.StringVar(&o.model, "model", "", "model name at the endpoint, or reference (default: $CTXCODE_MODEL, else gpt-4o-mini)")
-	fs.StringVar(&o.task, "task", "", "a built-in task to ask and grade, or all")
+	fs.StringVar(&o.task, "task", "", "a built-in task to ask and grade")
 	fs.StringVar(&o.trajectory, "trajectory", "", "write every event of the run to this file, one JSON object per line")
 	fs.BoolVar(&o.force, "force", false, "overwrite --trajectory if it exists")
 	fs.BoolVar(&o.json, "json", false, "print the result as one JSON object")
@@ -107,17 +109,21 @@ func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
 	}
 	o.question = strings.TrimSpace(strings.Join(fs.Args(), " "))
 	switch {
+	case o.task == "all":
+		conds := "A,B,B0,D,C"
+		if condition != "" {
+			conds = condition
+		}
+		return nil, usagef("ask --task all: ask answers one question; to run every task, in one condition or several, use ctxcode bench "+
+			"(ctxcode bench --model M --conditions %s --data DIR --out RUNDIR): it runs them in parallel, grades each, keeps every trial and resumes", conds)
 	case o.question != "" && o.task != "":
 		return nil, usagef("ask: give a question or --task, not both")
 	case o.question == "" && o.task == "":
 		return nil, usagef("ask: give a question, or --task ID for a built-in task\n\n%s", askUsage)
 	}
 	var err error
-	if o.rungs, err = parseRungs(condition, mode, o.protocol, fs.Changed("mode"), fs.Changed("protocol"), o.prefixName != ""); err != nil {
+	if o.rung, err = parseRung(condition, mode, o.protocol, fs.Changed("mode"), fs.Changed("protocol"), o.prefixName != ""); err != nil {
 		return nil, err
-	}
-	if len(o.rungs) > 1 && o.task != "all" {
-		return nil, usagef("--mode, --condition: several modes or conditions only with --task all")
 	}
 	if err := o.modelFlags.check(); err != nil {
 		return nil, err
@@ -148,18 +154,19 @@ type askSetup struct {
 	dataDir  string
 	manifest *datasets.Manifest
 	tasks    []datasets.Task
-	prefix   *prefixes.Prefix // the default one; a rung may start from another
-	language kernel.Language  // of every rung's kernel
-	rungs    []askRung
+	prefix   *prefixes.Prefix // the default one; the rung may start from its control
+	control  *prefixes.Prefix // its control, when prefix init wrote both; else found for B0
+	language kernel.Language  // of the rung's kernel
+	rung     askRung
 	// initTime is how long prefix init took to write prefix, when ask
 	// wrote it (a folder that is not a ctxcode data set); 0 otherwise.
 	initTime time.Duration
 }
 
-// askRung is a rung with its prefix (nil for none) and the model that
+// askRung is the rung with its prefix (nil for none) and the model that
 // plays it.
 type askRung struct {
-	rung
+	agent.Rung
 	prefix *prefixes.Prefix
 	model  llm.Model
 }
@@ -170,7 +177,7 @@ func (r askRung) condition() string {
 	if r.prefix != nil {
 		name = r.prefix.Name
 	}
-	return agent.Condition(r.protocol, name)
+	return agent.Condition(r.Protocol, name)
 }
 
 func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -196,85 +203,29 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer f.Close()
 		traj = agent.NewTrajectory(f)
 	}
-	var jobs []askJob
-	switch o.task {
-	case "":
-		jobs = []askJob{{question: o.question, rung: s.rungs[0]}}
-	case "all":
-		if len(s.tasks) == 0 {
-			return usagef("--task all needs a data set made by `ctxcode data gen`: %s has no built-in tasks", s.dataDir)
-		}
-		for _, r := range s.rungs {
-			for i := range s.tasks {
-				jobs = append(jobs, askJob{question: s.tasks[i].Question, task: &s.tasks[i], rung: r})
-			}
-		}
-	default:
+	job := askJob{question: o.question, rung: s.rung}
+	if o.task != "" {
 		t, err := findTask(s.tasks, o.task, s.dataDir)
 		if err != nil {
 			return err
 		}
-		jobs = []askJob{{question: t.Question, task: t, rung: s.rungs[0]}}
+		job.question, job.task = t.Question, t
 	}
 
-	// Every question starts in a fresh kernel, which its run starts (the
-	// first) or restarts, in the background when its first request needs
-	// none: condition A, or a prefix in the cache.
+	// The question starts in a fresh kernel, which its run starts, in the
+	// background when its first request needs none: condition A, or a
+	// prefix in the cache.
 	cache := o.openCache(s, warm, o.progress)
 	kern := &askKernel{o: o, lang: s.language, dataDir: s.dataDir, warn: o.progress}
 	defer kern.close()
 
-	enc := json.NewEncoder(stdout)
-	enc.SetEscapeHTML(false)
-	var results []askResult
-	var failure error // what stopped --task all before the last task
-	for _, job := range jobs {
-		res, err := o.ask(ctx, kern, cache, s, job, traj)
-		if err != nil {
-			if o.task != "all" {
-				return err
-			}
-			failure = fmt.Errorf("task %s: %w", job.task.ID, err)
-			break
-		}
-		if o.task != "all" {
-			results = append(results, res)
-			break
-		}
-		printTaskLine(stderr, res)
-		if o.json {
-			if err := enc.Encode(res.record()); err != nil {
-				return err
-			}
-		}
-		if st := res.res.Status; st == agent.ModelFailed || st == agent.KernelFailed {
-			// An infrastructure failure is not the model's result: it stays
-			// out of the summary, and the next task would fail the same
-			// way, so the run stops at the first.
-			failure = fmt.Errorf("task %s: %s: %w", res.job.task.ID, st, res.res.Err)
-			break
-		}
-		results = append(results, res)
-		if ctx.Err() != nil {
-			failure = fmt.Errorf("after task %s: %w", job.task.ID, ctx.Err())
-			break
-		}
+	res, err := o.ask(ctx, kern, cache, s, job, traj)
+	if err != nil {
+		return err
 	}
 	if err := traj.Err(); err != nil {
 		fmt.Fprintf(stderr, "ctxcode: warning: %v\n", err)
 	}
-	if o.task == "all" {
-		// What finished is kept: its summary, then what stopped the rest.
-		err := printSummary(stdout, results, o.json)
-		if failure != nil {
-			if len(results) < len(jobs) {
-				fmt.Fprintf(stderr, "ctxcode: stopped after %d of %d tasks; the summary covers the %d that finished\n", len(results), len(jobs), len(results))
-			}
-			return failure
-		}
-		return err
-	}
-	res := results[0]
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
@@ -333,7 +284,7 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 		return nil, dataError(err)
 	}
 	switch {
-	case !needsPrefix(o.rungs):
+	case !needsPrefix(o.rung):
 		// Condition A alone: no prefix, so none is loaded or written.
 	case o.prefixName != "":
 		if s.prefix, err = prefixes.Load(o.prefixName); err != nil {
@@ -345,38 +296,40 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 		}
 	default:
 		start := time.Now()
-		src, err := initPrefix(s.dataDir, kernel.Python, o.sandbox.memoryLimit(), o.sandbox.followLinks, stderr)
+		res, err := initPrefixWith(s.dataDir, kernel.Python, o.sandbox.memoryLimit(), o.sandbox.followLinks, stderr)
 		s.initTime = time.Since(start)
 		if err != nil {
 			return nil, usagef("no --prefix, and prefix init could not write one for %s: %v", s.dataDir, err)
 		}
-		if s.prefix, err = prefixes.Parse("init:"+s.dataDir, src); err != nil {
+		if s.prefix, err = prefixes.Parse("init:"+s.dataDir, res.Source); err != nil {
 			return nil, err
 		}
+		if o.rung.Prefix == agent.PrefixControl { // B0: the control prefix init wrote with it
+			if s.control, err = prefixes.Parse("init:"+s.dataDir+" (control)", res.Control); err != nil {
+				return nil, err
+			}
+		}
 	}
-	if o.task != "" && o.task != "all" && len(s.tasks) == 0 {
+	if o.task != "" && len(s.tasks) == 0 {
 		return nil, usagef("--task needs a data set made by `ctxcode data gen`: %s has no built-in tasks", s.dataDir)
 	}
 	if o.model == "reference" && o.question != "" && !knownQuestion(s.tasks, o.question) {
 		return nil, usagef("the reference model plays only the built-in tasks, and this question is not one of them: ask one with --task ID (list them with: ctxcode tasks --data %s), or use a real model", s.dataDir)
 	}
-	for i, r := range o.rungs {
-		ar := askRung{rung: r}
-		if ar.prefix, err = prefixFor(r, s.prefix, o.prefixName != ""); err != nil {
-			return nil, err
-		}
-		lang := kernel.Python // A runs in the Python kernel, for its shell op
-		if ar.prefix != nil {
-			lang = ar.prefix.Language
-		}
-		if i > 0 && lang != s.language {
-			return nil, usagef("--condition: %s runs in the %s kernel and %s in the %s kernel; ask them in two runs", s.rungs[0].label, s.language, r.label, lang)
-		}
-		s.language = lang
-		if ar.model, err = o.makeModel(s, ar.prefix); err != nil {
-			return nil, err
-		}
-		s.rungs = append(s.rungs, ar)
+	s.rung = askRung{Rung: o.rung}
+	lp := ladderPrefixes{def: s.prefix, named: o.prefixName != ""}
+	if o.rung.Prefix == agent.PrefixControl {
+		lp.control, lp.controlErr = controlOf(s.prefix, s.control)
+	}
+	if s.rung.prefix, err = lp.prefixFor(o.rung, "--condition", "pass a prefix that binds nothing with --prefix"); err != nil {
+		return nil, err
+	}
+	s.language = kernel.Python // A runs in the Python kernel, for its shell op
+	if s.rung.prefix != nil {
+		s.language = s.rung.prefix.Language
+	}
+	if s.rung.model, err = o.makeModel(s, s.rung.prefix); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -482,7 +435,7 @@ func (r askResult) wall() time.Duration { return r.initTime + r.res.Wall }
 // in cache when it is there.
 func (o *askOptions) ask(ctx context.Context, kern *askKernel, cache askCache, s *askSetup, job askJob, traj *agent.Trajectory) (askResult, error) {
 	cfg := o.agent
-	cfg.Protocol = job.rung.protocol
+	cfg.Protocol = job.rung.Protocol
 	model := job.rung.model
 	info := agent.Info{Model: model.Name(), Question: job.question}
 	if o.model != "reference" {
@@ -533,7 +486,7 @@ func (r askResult) record() map[string]any {
 	u := r.res.Usage
 	rec := map[string]any{
 		"question":       r.job.question,
-		"mode":           r.job.rung.mode,
+		"mode":           r.job.rung.Mode,
 		"condition":      r.job.rung.condition(),
 		"answer":         answerValue(r.res),
 		"answer_source":  nullable(r.res.AnswerSource),
@@ -674,103 +627,4 @@ func (r askResult) exitError() error {
 		msg += ": " + r.res.Err.Error()
 	}
 	return &noAnswerError{msg: "no answer: " + msg}
-}
-
-func printTaskLine(w io.Writer, r askResult) {
-	verdict := "no answer"
-	switch g := r.res.Grade; {
-	case g.Verdict == agent.GradeUnexecuted && g.Correct:
-		verdict = "unexecuted (right)"
-	case g.Verdict == agent.GradeUnexecuted:
-		verdict = "unexecuted (wrong)"
-	case g.Verdict == agent.GradeCorrect:
-		verdict = "correct"
-	case g.Verdict == agent.GradeWrong:
-		verdict = "wrong"
-	}
-	fmt.Fprintf(w, "%-9s %-7s %-9s %s\n", r.job.task.ID, r.job.rung.label, verdict, r.costLine())
-}
-
-// printSummary prints accuracy and cost per rung (condition or mode) for
-// --task all.
-func printSummary(w io.Writer, results []askResult, asJSON bool) error {
-	type row struct {
-		Summary   bool       `json:"summary"` // tells this line from a task's
-		Label     string     `json:"-"`
-		Condition string     `json:"condition"`
-		Mode      agent.Mode `json:"mode"`
-		Tasks     int        `json:"tasks"`
-		Correct   int        `json:"correct"`
-		Accuracy  float64    `json:"accuracy"`
-		// Unexecuted answers are graded but never correct in accuracy.
-		Unexecuted      int     `json:"unexecuted"`
-		UnexecutedRight int     `json:"unexecuted_right"`
-		Turns           float64 `json:"mean_turns"`
-		ContextTokens   float64 `json:"mean_context_tokens"`
-		OutputTokens    float64 `json:"mean_output_tokens"`
-		CachedTokens    float64 `json:"mean_cached_tokens"`
-		WallMS          float64 `json:"mean_wall_ms"`
-		Estimated       bool    `json:"estimated"`
-	}
-	var rows []*row
-	byLabel := map[string]*row{}
-	for _, r := range results {
-		x := byLabel[r.job.rung.label]
-		if x == nil {
-			x = &row{Summary: true, Label: r.job.rung.label, Condition: r.job.rung.condition(), Mode: r.job.rung.mode}
-			byLabel[x.Label] = x
-			rows = append(rows, x)
-		}
-		x.Tasks++
-		if r.res.Grade.Accurate() {
-			x.Correct++
-		}
-		if r.res.Grade != nil && r.res.Grade.Verdict == agent.GradeUnexecuted {
-			x.Unexecuted++
-			if r.res.Grade.Correct {
-				x.UnexecutedRight++
-			}
-		}
-		x.Turns += float64(r.res.Turns)
-		x.ContextTokens += float64(r.res.Usage.PromptTokens)
-		x.OutputTokens += float64(r.res.Usage.CompletionTokens)
-		x.CachedTokens += float64(r.res.Usage.CachedTokens)
-		x.WallMS += float64(r.res.Wall.Milliseconds())
-		x.Estimated = x.Estimated || r.res.Usage.Estimated
-	}
-	for _, x := range rows {
-		n := float64(x.Tasks)
-		x.Accuracy = float64(x.Correct) / n
-		x.Turns, x.ContextTokens, x.OutputTokens, x.CachedTokens, x.WallMS = x.Turns/n, x.ContextTokens/n, x.OutputTokens/n, x.CachedTokens/n, x.WallMS/n
-	}
-	if asJSON {
-		enc := json.NewEncoder(w)
-		for _, x := range rows {
-			if err := enc.Encode(x); err != nil {
-				return err
-			}
-		}
-	} else {
-		head := "mode"
-		if len(rows) > 0 {
-			if _, ok := conditions[rows[0].Label]; ok {
-				head = "condition"
-			}
-		}
-		fmt.Fprintf(w, "%-9s %9s %9s %7s %15s %14s %9s\n", head, "correct", "accuracy", "turns", "context tokens", "output tokens", "wall")
-		for _, x := range rows {
-			fmt.Fprintf(w, "%-9s %5d/%-3d %8.0f%% %7.2f %15.0f %14.0f %8.1fs\n", x.Label, x.Correct, x.Tasks, 100*x.Accuracy,
-				x.Turns, x.ContextTokens, x.OutputTokens, x.WallMS/1000)
-		}
-		for _, x := range rows {
-			if x.Unexecuted > 0 {
-				fmt.Fprintf(w, "%-8s %d unexecuted answer(s), %d of them right: stated in text, not computed by code, so not counted in accuracy\n",
-					x.Label, x.Unexecuted, x.UnexecutedRight)
-			}
-		}
-		if len(rows) > 0 && rows[0].Estimated {
-			fmt.Fprintln(w, "(means per task; token counts estimated by the tokenizer where the model reported none)")
-		}
-	}
-	return nil // wrong answers are the run's result, not a failure of it
 }

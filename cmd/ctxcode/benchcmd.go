@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/datasets"
 	"github.com/ctxcode/ctxcode/kernel"
@@ -29,7 +30,8 @@ import (
 const benchUsage = `Usage:
   ctxcode bench --out RUNDIR [--conditions A,B,B0,D,C] [--model M[,M2...]] [--reps N]
                 [--parallel N] [--resume] [--tier s|m|xl --seed S | --data DIR]
-                [--tasks FILE --data DIR --prefix P] [--task ID,...] [flags]
+                [--tasks FILE --data DIR --prefix P [--control P0]] [--task ID,...]
+                [--conditions-file F] [--order-seed N] [flags]
 
 Runs the cost ladder as an experiment: every (model, condition, task, rep)
 is one trial in a fresh kernel whose prefix is already built, several at a
@@ -56,6 +58,20 @@ folder made by "ctxcode data gen" (--data). Your own: --tasks FILE, JSON
 lines {"id", "question", "answer_type", "gold" | "gold_code", "solution"?}
 over --data DIR and --prefix P (gold_code runs over the prefix in a fresh
 kernel and calls ANSWER(gold); solution is what --model reference plays).
+
+Conditions: --conditions names built-in ones (A, B, B0, D, C);
+--conditions-file F adds variants of them, one JSON object per line:
+  {"name": "D-v3", "base": "D", "rules": "", "prefix": "P"}
+name is the variant's own; base the built-in condition it changes; rules,
+when given, replaces the base's whole rules text ("" for none: the seed's
+v3); prefix, when given, is the prefix it starts from (a built-in name, or
+a file relative to F). B0 starts from the control of the prefix, the same
+demonstration with nothing bound: pm-nobind for pm, NAME-nobind.py beside a
+file NAME.py (ctxcode prefix init writes both), or the one --control names.
+
+Order: the trials run interleaved, each task in every condition (in an
+order drawn anew) before the next task, from a seed kept in run.json; a
+resume keeps it. --order-seed N gives it (default: drawn, and printed).
 
 --parallel defaults to the number of CPUs for the reference model (its
 trials are kernel work), and to 4 per CPU (at most 16) for a model behind
@@ -98,6 +114,12 @@ type benchOptions struct {
 	prefixName string
 	taskIDs    []string
 	json       bool
+	// conditionsFile holds variants of the built-in conditions; control is
+	// the --prefix's control, for B0.
+	conditionsFile string
+	control        string
+	orderSeed      int64
+	orderSeedSet   bool
 }
 
 func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
@@ -107,7 +129,10 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 	o.modelFlags.register(fs, "sample-seed") // --seed is the data's
 	var models, tasks string
 	fs.StringVar(&o.out, "out", "", "the run directory (required): created, or resumed when it holds this run")
-	fs.StringVar(&o.conditions, "conditions", strings.Join(conditionOrder, ","), "the conditions, a comma list of A, B, B0, D, C")
+	fs.StringVar(&o.conditions, "conditions", strings.Join(agent.LadderNames(), ","), "the built-in conditions, a comma list of A, B, B0, D, C")
+	fs.StringVar(&o.conditionsFile, "conditions-file", "", "variants of the conditions, JSON lines {\"name\", \"base\", \"rules\"?, \"prefix\"?}, run besides --conditions")
+	fs.StringVar(&o.control, "control", "", "the control of --prefix, for B0: a prefix that binds nothing (default: NAME-nobind beside --prefix, pm-nobind for pm)")
+	fs.Int64Var(&o.orderSeed, "order-seed", 0, "the seed of the order the trials run in (default: drawn, or the run's on a resume)")
 	fs.StringVar(&models, "model", "", "models, a comma list: names at the endpoint, or reference (default: $CTXCODE_MODEL, else gpt-4o-mini)")
 	fs.IntVar(&o.reps, "reps", 1, fmt.Sprintf("repetitions of every (model, condition, task), at most %d", maxReps))
 	fs.IntVar(&o.parallel, "parallel", 0, fmt.Sprintf("trials at once, at most %d (default: the CPUs for reference, 4 per CPU up to 16 for an API model)", maxParallel))
@@ -123,6 +148,7 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 	if err := fs.parse(args, 0, ""); err != nil {
 		return nil, err
 	}
+	o.orderSeedSet = fs.Changed("order-seed")
 	if err := o.sandbox.check(); err != nil {
 		return nil, err
 	}
@@ -156,6 +182,14 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 		if st, err := os.Stat(o.taskFile); err != nil || st.IsDir() {
 			return nil, usagef("--tasks %s: no such file; give a JSON-lines file of tasks (see ctxcode bench -h)", o.taskFile)
 		}
+	}
+	if o.conditionsFile != "" {
+		if st, err := os.Stat(o.conditionsFile); err != nil || st.IsDir() {
+			return nil, usagef("--conditions-file %s: no such file; give a JSON-lines file of condition variants (see ctxcode bench -h)", o.conditionsFile)
+		}
+	}
+	if o.orderSeed < 0 {
+		return nil, usagef("--order-seed %d: give 0 or more", o.orderSeed)
 	}
 	if err := checkRunDir(o.out); err != nil {
 		return nil, err
@@ -282,6 +316,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	drawn := false // the order's seed was drawn now: said once the run is open
+	if !o.orderSeedSet {
+		// A resume keeps the order of the run it resumes; a new run draws
+		// one, and says which, so that it can be given again.
+		seed, ok := bench.StoredOrderSeed(o.out)
+		if !ok {
+			seed = bench.NewOrderSeed()
+		}
+		o.orderSeed, drawn = seed, !ok
+	}
 	obs := newBenchProgress(stderr)
 	run := &bench.Run{
 		Conditions: s.conditions,
@@ -366,6 +410,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer log.Close()
+	if drawn {
+		fmt.Fprintf(stderr, "ctxcode: the trials run interleaved in the order of seed %d (kept in run.json; --order-seed %d gives it again)\n", o.orderSeed, o.orderSeed)
+	}
 	run.Observer = obs
 	out, err := run.Execute(ctx, log)
 	obs.finish()
@@ -462,24 +509,8 @@ func (o *benchOptions) setup(stderr io.Writer) (_ *benchSetup, err error) {
 			return nil, err
 		}
 	}
-	rungs, err := parseConditions(o.conditions, "--conditions", "")
-	if err != nil {
+	if err := o.addConditions(s); err != nil {
 		return nil, err
-	}
-	for i, r := range rungs {
-		p, err := prefixFor(r, s.prefix, o.prefixName != "")
-		if err != nil {
-			return nil, err
-		}
-		lang := kernel.Python // A runs in the Python kernel, for its shell op
-		if p != nil {
-			lang = p.Language
-		}
-		if i > 0 && lang != s.language {
-			return nil, usagef("--conditions: %s runs in the %s kernel and %s in the %s kernel; run them in two runs", rungs[0].label, s.language, r.label, lang)
-		}
-		s.language = lang
-		s.conditions = append(s.conditions, bench.Condition{Name: r.label, Protocol: r.protocol, Prefix: p})
 	}
 	for _, name := range o.models {
 		if name != llm.ReferenceName {
@@ -501,6 +532,102 @@ func (o *benchOptions) setup(stderr io.Writer) (_ *benchSetup, err error) {
 			"split it (--task, --conditions, --model) or give fewer --reps", trials, len(o.models), len(s.conditions), tasks, o.reps, maxTrials)
 	}
 	return s, nil
+}
+
+// addConditions gives s the run's conditions: the built-in ones of
+// --conditions, then the variants of --conditions-file, each with the
+// prefix it starts from. They must all run in one kernel language.
+func (o *benchOptions) addConditions(s *benchSetup) error {
+	rungs, err := parseConditions(o.conditions)
+	if err != nil {
+		return err
+	}
+	var variants []bench.Variant
+	if o.conditionsFile != "" {
+		if variants, err = bench.ReadConditions(o.conditionsFile); err != nil {
+			return usagef("%v", err)
+		}
+	}
+	lp := ladderPrefixes{def: s.prefix, named: o.prefixName != ""}
+	var control *prefixes.Prefix
+	if o.control != "" {
+		if control, err = prefixes.Load(o.control); err != nil {
+			return usagef("--control: %v", err)
+		}
+	}
+	needControl := control != nil
+	for _, r := range rungs {
+		needControl = needControl || r.Prefix == agent.PrefixControl
+	}
+	for _, v := range variants {
+		needControl = needControl || v.Prefix == "" && v.Rung().Prefix == agent.PrefixControl
+	}
+	if needControl {
+		lp.control, lp.controlErr = controlOf(s.prefix, control)
+		var ue *usageError
+		if errors.As(lp.controlErr, &ue) {
+			return lp.controlErr
+		}
+	}
+	hint := "write one whose cells repeat full expressions and name it NAME" + prefixes.NoBindSuffix +
+		" (ctxcode prefix init writes it beside NAME.py), name it with --control P0, or leave B0 out (--conditions A,B,D,C)"
+	add := func(r agent.Rung, p *prefixes.Prefix, base string) error {
+		lang := kernel.Python // A runs in the Python kernel, for its shell op
+		if p != nil {
+			lang = p.Language
+		}
+		if len(s.conditions) > 0 && lang != s.language {
+			return usagef("--conditions: %s runs in the %s kernel and %s in the %s kernel; run them in two runs", s.conditions[0].Name, s.language, r.Name, lang)
+		}
+		s.language = lang
+		s.conditions = append(s.conditions, bench.Condition{Name: r.Name, Protocol: r.Protocol, Prefix: p, Base: base, Rules: r.Rules})
+		return nil
+	}
+	for _, r := range rungs {
+		p, err := lp.prefixFor(r, "--conditions", hint)
+		if err != nil {
+			return err
+		}
+		if err := add(r, p, ""); err != nil {
+			return err
+		}
+	}
+	for _, v := range variants {
+		r := v.Rung()
+		var p *prefixes.Prefix
+		if v.Prefix == "" {
+			if p, err = lp.prefixFor(r, fmt.Sprintf("%s:%d: variant", o.conditionsFile, v.Line), hint); err != nil {
+				return err
+			}
+		} else if p, err = variantPrefix(o.conditionsFile, v); err != nil {
+			return err
+		}
+		if err := add(r, p, v.Base); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// variantPrefix loads the prefix a variant names: a built-in one, or a
+// file relative to the conditions file's folder. It must fit the variant's
+// base: a prefix that binds nothing for B0, one that binds for the others.
+func variantPrefix(file string, v bench.Variant) (*prefixes.Prefix, error) {
+	name := v.Prefix
+	if !slices.Contains(prefixes.Builtins(), name) && !filepath.IsAbs(name) {
+		name = filepath.Join(filepath.Dir(file), name)
+	}
+	p, err := prefixes.Load(name)
+	if err != nil {
+		return nil, usagef("%s:%d: prefix: %v", file, v.Line, err)
+	}
+	switch control := v.Rung().Prefix == agent.PrefixControl; {
+	case control && !p.BindsNothing():
+		return nil, usagef("%s:%d: prefix %s: variant %s of B0 needs a prefix that binds nothing (its name ends in %s)", file, v.Line, p.Name, v.Name, prefixes.NoBindSuffix)
+	case !control && p.BindsNothing():
+		return nil, usagef("%s:%d: prefix %s binds nothing: variant %s of %s needs a prefix that binds its variables (take base B0 for a control)", file, v.Line, p.Name, v.Name, v.Base)
+	}
+	return p, nil
 }
 
 // taskProblems is every problem of the task file found so far, and those
@@ -621,6 +748,9 @@ func (o *benchOptions) spec(ctx context.Context, s *benchSetup, run *bench.Run, 
 		Budgets:  bench.BudgetsOf(o.agent),
 		Data:     bench.DataInfo{Dir: s.dataDir, FollowLinks: o.sandbox.followLinks},
 		Parallel: o.parallel,
+		// The order is not a result's: a resume under another seed is
+		// refused only when --order-seed asks for it (runBench).
+		OrderSeed: o.orderSeed,
 	}
 	sp.TaskList = s.tasks
 	for _, m := range run.Models {
@@ -758,6 +888,18 @@ func printBenchSummary(w io.Writer, out *bench.Outcome, spec bench.Spec, dir str
 	}
 	if len(rows) > 0 && rows[0].Estimated {
 		fmt.Fprintln(w, "(means per trial; token counts estimated by the tokenizer where the model reported none)")
+	}
+	var waits []string
+	waited := false
+	for _, r := range rows {
+		if r.Graded > 0 {
+			waits = append(waits, fmt.Sprintf("%s %.2fs", r.Condition, r.PoolWaitMS/1000))
+			waited = waited || r.PoolWaitMS >= 1
+		}
+	}
+	if waited && !many {
+		// The harness's time, not the trials': wall leaves it out.
+		fmt.Fprintf(w, "waiting for a pooled kernel, apart from wall (mean per trial): %s\n", strings.Join(waits, ", "))
 	}
 	// A trial that ended in an infra failure has a line, not a result.
 	infra := infraCount(out.Final)

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -37,7 +36,9 @@ func TestBadInputExitsTwoBeforeAnyKernel(t *testing.T) {
 	existing := filepath.Join(tmp, "existing.ipynb")
 	require.NoError(t, os.WriteFile(existing, []byte("{}"), 0o644))
 	missing := filepath.Join(tmp, "no", "such", "folder")
-	unwritable := "/proc" // takes no new files, even from root
+	unwritable := "/proc"                   // takes no new files, even from root
+	binds := filepath.Join(tmp, "binds.py") // a prefix with no control beside it
+	require.NoError(t, os.WriteFile(binds, []byte("# name: binds\n# %%\nx = 1\n"), 0o644))
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", "")
@@ -95,15 +96,16 @@ func TestBadInputExitsTwoBeforeAnyKernel(t *testing.T) {
 		{"ask: --data does not exist", []string{"ask", "q?", "--model", "reference", "--data", missing}, "no such folder"},
 		{"ask: --trajectory in a missing folder", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--trajectory", filepath.Join(missing, "t.jsonl")}, "does not exist; make it first"},
 		{"ask: --trajectory exists", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--trajectory", existing}, "exists; pass --force"},
-		{"ask: corrupt manifest.json", []string{"ask", "--task", "all", "--model", "reference", "--data", corrupt}, "malformed dataset"},
-		{"ask: unknown condition", []string{"ask", "--task", "all", "--model", "reference", "--data", data, "--condition", "E"}, `--condition "E": expected one of A, B, B0, D, C`},
+		{"ask: corrupt manifest.json", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", corrupt}, "malformed dataset"},
+		{"ask: unknown condition", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--condition", "E"}, `--condition "E": expected one of A, B, B0, D, C`},
+		{"ask: every task", []string{"ask", "--task", "all", "--model", "reference", "--data", data}, "use ctxcode bench"},
 		{"ask: a condition and another mode", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--condition", "C", "--mode", "loop"}, "--condition C runs in --mode oneshot, not loop"},
 		{"ask: a condition and another protocol", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--condition", "D", "--protocol", "eval"}, "--condition D uses the bare protocol, not eval"},
 		{"ask: A with a prefix", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--condition", "A", "--prefix", "pm"}, "--condition A runs without a prefix"},
-		{"ask: B0 with a prefix that binds", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--condition", "B0", "--prefix", "pm"}, "--condition B0 needs a prefix that binds nothing"},
+		{"ask: B0 with a prefix that has no control", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--condition", "B0", "--prefix", binds}, "--condition B0 needs the control of prefix binds"},
 		{"ask: B with a prefix that binds nothing", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--condition", "B", "--prefix", "pm-nobind"}, "--condition B needs a prefix that binds its variables"},
 		{"ask: the cli protocol without A", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--protocol", "cli"}, "--protocol cli is condition A's"},
-		{"ask: several conditions for one question", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--condition", "B,D"}, "only with --task all"},
+		{"ask: several conditions for one question", []string{"ask", "--task", "s-t1-1", "--model", "reference", "--data", data, "--condition", "B,D"}, "use ctxcode bench --conditions B,D"},
 		{"ask: unknown task", []string{"ask", "--task", "s-t9-9", "--model", "reference", "--data", data}, "no such task"},
 		{"sandbox: unknown subcommand", []string{"sandbox", "frob"}, `unknown subcommand "frob"`},
 		{"sandbox prune: bad duration", []string{"sandbox", "prune", "--older-than", "soon"}, "--older-than"},
@@ -160,108 +162,6 @@ func TestSandboxStatusUnreachableExitsOne(t *testing.T) {
 	assert.Equal(t, exitInfra, got.code)
 	assert.Contains(t, got.stdout, "docker: not reachable")
 	assert.Contains(t, got.stderr, "docker daemon not reachable")
-}
-
-// TestAskTaskAllKeepsFinishedWork: a model failure on the second task keeps
-// the first: its line, its JSON object and a summary of what finished,
-// then the failure and its exit code. The first task's answer is stated in
-// text: graded and shown, but not counted in accuracy.
-func TestAskTaskAllKeepsFinishedWork(t *testing.T) {
-	requirePython(t)
-	data := pmData(t)
-	got := runCLI(t, "", "tasks", "--data", data, "--json")
-	require.Equal(t, exitOK, got.code, got.stderr)
-	var first struct {
-		ID   string
-		Gold any
-	}
-	require.NoError(t, jsonFirstLine(got.stdout, &first))
-	gold := goldText(t, first.Gold)
-	for _, asJSON := range []bool{false, true} {
-		t.Run(map[bool]string{false: "text", true: "json"}[asJSON], func(t *testing.T) {
-			srv := llmtest.NewServer(t,
-				llmtest.Text("ANSWER: "+gold, 700, 10),
-				llmtest.Error(401, "invalid_api_key", "Incorrect API key provided"),
-			)
-			t.Setenv("OPENAI_API_KEY", "sk-x")
-			args := []string{"ask", "--task", "all", "--model", "m", "--base-url", srv.URL, "--data", data, "--sandbox", "local"}
-			if asJSON {
-				args = append(args, "--json")
-			}
-			got := runCLI(t, "", args...)
-			assert.Equal(t, exitInfra, got.code, got.stderr)
-			assert.Contains(t, got.stderr, first.ID+" ")
-			assert.Contains(t, got.stderr, "unexecuted (right)")
-			assert.Contains(t, got.stderr, "stopped after 1 of 24 tasks")
-			assert.Contains(t, got.stderr, "OPENAI_API_KEY", "the failure says what to check")
-			if !asJSON {
-				assert.Regexp(t, `loop\s+0/1\s+0%`, got.stdout, "the unexecuted answer is not accuracy")
-				assert.Contains(t, got.stdout, "1 unexecuted answer(s), 1 of them right")
-				return
-			}
-			lines := strings.Split(strings.TrimSpace(got.stdout), "\n")
-			require.Len(t, lines, 3, "the finished task's object, the failed one's, then the summary")
-			var task, failed, summary map[string]any
-			require.NoError(t, jsonFirstLine(lines[0], &task))
-			require.NoError(t, jsonFirstLine(lines[1], &failed))
-			require.NoError(t, jsonFirstLine(lines[2], &summary))
-			assert.Equal(t, "model_error", failed["status"])
-			assert.Equal(t, first.ID, task["task"])
-			assert.Equal(t, "unexecuted", task["answer_source"])
-			assert.Equal(t, false, task["correct"])
-			assert.Equal(t, true, task["answer_right"])
-			assert.Equal(t, true, summary["summary"])
-			assert.EqualValues(t, 1, summary["tasks"])
-			assert.EqualValues(t, 0, summary["correct"])
-			assert.EqualValues(t, 1, summary["unexecuted_right"])
-		})
-	}
-}
-
-// TestInterruptExits130KeepingWhatFinished sends SIGINT to a real ctxcode
-// running every task: it exits 130, says so, and prints the summary of the
-// tasks that finished.
-func TestInterruptExits130KeepingWhatFinished(t *testing.T) {
-	requirePython(t)
-	data := pmData(t)
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	cmd := exec.Command(exe, "ask", "--task", "all", "--mode", "loop,oneshot", "--model", "reference", "--data", data, "--sandbox", "local")
-	cmd.Env = append(os.Environ(), "CTXCODE_TEST_CLI=1")
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	var rest strings.Builder
-	for sc.Scan() {
-		rest.WriteString(sc.Text() + "\n")
-		if strings.Contains(sc.Text(), " correct ") {
-			break // one task has finished
-		}
-	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	done := make(chan struct{})
-	go func() {
-		for sc.Scan() {
-			rest.WriteString(sc.Text() + "\n")
-		}
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("ctxcode did not end after SIGINT")
-	}
-	err = cmd.Wait()
-	var exitErr *exec.ExitError
-	require.ErrorAs(t, err, &exitErr, rest.String())
-	assert.Equal(t, exitInterrupted, exitErr.ExitCode(), rest.String())
-	assert.Contains(t, rest.String(), "ctxcode: interrupted")
-	assert.Regexp(t, `loop\s+\d+/\d+`, stdout.String(), "the summary of what finished")
-	assert.NotContains(t, stdout.String(), "24/24", "it stopped early")
 }
 
 // copyDir copies the files of a flat folder into a new temporary one.

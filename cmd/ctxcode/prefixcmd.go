@@ -17,6 +17,7 @@ import (
 const prefixUsage = `Usage:
   ctxcode prefix init   --data DIR [--lang python|go] [--out FILE] [--force] [--memory SIZE] [--follow-links]
                                                 write a prefix for a folder of .jsonl, .json, .csv and .tsv files
+                                                (with --out NAME.py, its control NAME-nobind.py beside it, for B0)
                                                 (and warn when its data would fill much of --memory, 2g by default)
   ctxcode prefix show   P --data DIR [--protocol bare|eval|transcript|cli|all] [--question Q] [--json] [flags]
                                                 build P in a fresh kernel and print it as the model sees it,
@@ -191,6 +192,15 @@ func (o *prefixOptions) execute(ctx context.Context, stderr io.Writer) ([]sessio
 // such as data that would leave its kernels, whose memory limit is memory
 // (0: none), little room to work.
 func initPrefix(dir string, lang kernel.Language, memory int64, followLinks bool, stderr io.Writer) ([]byte, error) {
+	res, err := initPrefixWith(dir, lang, memory, followLinks, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return res.Source, nil
+}
+
+// initPrefixWith is initPrefix, with the prefix's control.
+func initPrefixWith(dir string, lang kernel.Language, memory int64, followLinks bool, stderr io.Writer) (*prefixes.InitResult, error) {
 	res, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang, MemoryLimit: memory, FollowLinks: followLinks})
 	if res != nil {
 		for _, s := range res.Skipped {
@@ -203,7 +213,7 @@ func initPrefix(dir string, lang kernel.Language, memory int64, followLinks bool
 	for _, w := range res.Warnings {
 		fmt.Fprintf(stderr, "ctxcode: prefix init: warning: %s\n", w)
 	}
-	return res.Source, nil
+	return res, nil
 }
 
 func runPrefixInit(args []string, stdout, stderr io.Writer) error {
@@ -229,22 +239,38 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 	if err := checkDataDir("prefix init: --data", *dir); err != nil {
 		return err
 	}
+	// A Python prefix's control (condition B0's) is written beside it.
+	control := ""
 	if *out != "" {
 		if err := checkOutput("prefix init", *out, *force); err != nil {
 			return err
 		}
+		if l == kernel.Python {
+			control = prefixes.ControlPath(*out)
+			if err := checkOutput("prefix init (the control, beside --out)", control, *force); err != nil {
+				return err
+			}
+		}
 	}
 	noteData(*dir, follow, stderr)
-	src, err := initPrefix(*dir, l, int64(memory), follow, stderr)
+	res, err := initPrefixWith(*dir, l, int64(memory), follow, stderr)
 	if err != nil {
 		return usagef("prefix init: %v", err)
 	}
 	if *out == "" {
-		_, err = stdout.Write(src)
+		_, err = stdout.Write(res.Source)
 		return err
 	}
-	if err := writeAtomic("prefix init", *out, src, *force); err != nil {
+	if err := writeAtomic("prefix init", *out, res.Source, *force); err != nil {
 		return err
+	}
+	if control != "" && res.Control != nil {
+		if err := writeAtomic("prefix init", control, res.Control, *force); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s and its control %s (condition B0's: nothing bound); check them with: ctxcode prefix verify %s --data %s\n",
+			*out, control, *out, *dir)
+		return nil
 	}
 	fmt.Fprintf(stdout, "wrote %s; check it with: ctxcode prefix verify %s --data %s\n", *out, *out, *dir)
 	return nil
