@@ -147,6 +147,11 @@ type Trial struct {
 	Status  agent.Status `json:"status"`
 	Class   string       `json:"class"` // ClassModel or ClassInfra
 	Error   string       `json:"error,omitempty"`
+	// Death says how the model's code killed the kernel, with status
+	// kernel_died (class model): "exit 1", "oom", "deadline", "signal
+	// SIGKILL". A line of an older ctxcode has status kernel_failed and
+	// class infra for these; it runs again on resume, as every infra line.
+	Death string `json:"death,omitempty"`
 	// Answer is the executed value as JSON, or the text the model stated;
 	// null without an answer.
 	Answer       json.RawMessage `json:"answer"`

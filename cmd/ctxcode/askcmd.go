@@ -553,6 +553,9 @@ func (r askResult) record() map[string]any {
 		// their tokens are in the counts above.
 		"discarded_calls": r.res.Discarded,
 	}
+	if r.res.Death != "" {
+		rec["death"] = r.res.Death
+	}
 	if r.cache != "" {
 		rec["prefix_cache"] = r.cache
 	}
