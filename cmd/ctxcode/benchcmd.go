@@ -162,6 +162,19 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 		// the earlier ones' lines and golds there.
 		return nil, usagef("--out %s is inside --data %s, which every kernel can read: put the run outside the data folder", o.out, o.dataDir)
 	}
+	if o.taskFile != "" {
+		// The golds: a kernel that sees the file (inside the folder, by a
+		// link --follow-links takes, or a hard link) reads them, and
+		// condition A's skill document would show a line of it.
+		rel, err := kernel.SeenAs(o.dataDir, kernel.WalkOptions{FollowLinks: o.sandbox.followLinks}, o.taskFile)
+		if err != nil {
+			return nil, usagef("--tasks %s, --data %s: %v", o.taskFile, o.dataDir, unwrapPath(err))
+		}
+		if rel != "" {
+			return nil, usagef("--tasks %s is inside --data %s (as data/%s), which every kernel can read: the golds would be in reach of the model; "+
+				"put the task file outside the data folder", o.taskFile, o.dataDir, rel)
+		}
+	}
 	for _, m := range strings.Split(models, ",") {
 		if m = strings.TrimSpace(m); m == "" && strings.TrimSpace(models) != "" {
 			return nil, usagef("--model %q: an empty name in the list", models)
