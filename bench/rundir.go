@@ -32,9 +32,11 @@ const (
 	tempSuffix     = ".partial"
 	trajectoryExt  = ".jsonl"
 	maxLineBytes   = 64 << 20
-	specFilePerm   = 0o644
-	runDirPerm     = 0o755
-	trialsFilePerm = 0o644
+	// The run is closed to other users: a local kernel runs as user nobody
+	// (when ctxcode is root), and must not read other trials' answers.
+	specFilePerm   = 0o640
+	runDirPerm     = 0o750
+	trialsFilePerm = 0o640
 )
 
 // Error classes of a trial (see the package comment).
@@ -246,6 +248,9 @@ func Open(dir string, spec Spec, mode OpenMode, warn io.Writer) (*Log, error) {
 	if err := os.MkdirAll(dir, runDirPerm); err != nil {
 		return nil, err
 	}
+	if err := closeToOthers(dir); err != nil {
+		return nil, err
+	}
 	lock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
@@ -279,6 +284,20 @@ func Open(dir string, spec Spec, mode OpenMode, warn io.Writer) (*Log, error) {
 	}
 	l.lock = lock
 	return l, nil
+}
+
+// closeToOthers takes other users' access to the folder dir away (a
+// folder the user made, or a run of an older ctxcode): what is inside is
+// then out of their reach, whatever its own mode.
+func closeToOthers(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if perm := st.Mode().Perm(); perm&0o007 != 0 {
+		return os.Chmod(dir, perm&^0o007)
+	}
+	return nil
 }
 
 // lockDir takes the run directory's lock, so that two processes never run

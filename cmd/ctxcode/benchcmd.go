@@ -40,8 +40,10 @@ condition.
 
 A run survives a crash: run the same command again (or add --resume) and
 only the trials that have no line, or ended in an infrastructure failure
-(kernel, sandbox, or the model's API after its retries), run again; a
-finished trial never does. A RUNDIR that holds a run with another
+(a kernel that would not start or restart, the sandbox, or the model's API
+after its retries), run again; a finished trial never does. A kernel the
+model's own code killed (an exit, out of memory, a cell past the hard
+deadline) is the model's result: status kernel_died, graded wrong. A RUNDIR that holds a run with another
 configuration is refused, with the differences named (--force discards it:
 run.json, trials.jsonl, its trials' trajectories and the report's files
 as report wrote them; other files in the folder, and report files or
@@ -53,6 +55,13 @@ folder made by "ctxcode data gen" (--data). Your own: --tasks FILE, JSON
 lines {"id", "question", "answer_type", "gold" | "gold_code", "solution"?}
 over --data DIR and --prefix P (gold_code runs over the prefix in a fresh
 kernel and calls ANSWER(gold); solution is what --model reference plays).
+The task file must lie outside --data, where no kernel sees it.
+
+The run folder is closed to other users. With --sandbox local, a model
+behind an API runs only where its kernels cannot read the run or the task
+file: when ctxcode runs as root (the kernels run as nobody, each in its own
+namespaces) and the task file is closed to other users. Elsewhere use
+Docker, or --unsafe-local to accept it.
 
 --parallel defaults to the number of CPUs for the reference model (its
 trials are kernel work), and to 4 per CPU (at most 16) for a model behind
@@ -95,6 +104,9 @@ type benchOptions struct {
 	prefixName string
 	taskIDs    []string
 	json       bool
+	// unsafeLocal accepts local kernels that can read the run and the
+	// golds (kernel.Leaks).
+	unsafeLocal bool
 }
 
 func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
@@ -117,6 +129,7 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 	fs.StringVar(&o.prefixName, "prefix", "", "the prefix of B, D and C: a built-in name or a file (default pm for ctxcode data)")
 	fs.StringVar(&tasks, "task", "", "only these tasks, a comma list of ids")
 	fs.BoolVar(&o.json, "json", false, "print the summary as JSON lines, one per model and condition")
+	fs.BoolVar(&o.unsafeLocal, "unsafe-local", false, "with --sandbox local, run a model behind an API even where its kernels can read the run and the golds")
 	if err := fs.parse(args, 0, ""); err != nil {
 		return nil, err
 	}
@@ -198,10 +211,44 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 	// this host when Docker is not there.
 	// A task file's gold_code and solutions are the user's code, not ctxcode's.
 	o.sandbox.hostFallback = len(o.models) == 1 && o.models[0] == llm.ReferenceName && o.taskFile == ""
+	if err := o.checkLocal(); err != nil {
+		return nil, err
+	}
 	if o.parallel == 0 {
 		o.parallel = defaultParallel(o.models)
 	}
 	return o, nil
+}
+
+// checkLocal refuses a run of a model behind an API in local kernels that
+// can read what its model must not (kernel.Leaks: the run directory, with
+// the other trials' answers, and the task file, with the golds), unless
+// --unsafe-local accepts it. The reference model plays ctxcode's own
+// solutions: nothing to leak to.
+func (o *benchOptions) checkLocal() error {
+	if o.sandbox.kind != string(sandbox.KindLocal) || o.unsafeLocal {
+		return nil
+	}
+	var api []string
+	for _, m := range o.models {
+		if m != llm.ReferenceName {
+			api = append(api, m)
+		}
+	}
+	if len(api) == 0 {
+		return nil
+	}
+	var secrets []string
+	if o.taskFile != "" {
+		secrets = append(secrets, o.taskFile)
+	}
+	why := kernel.Leaks(os.Geteuid(), kernel.LocalConfinement(false), secrets...)
+	if len(why) == 0 {
+		return nil
+	}
+	return usagef("--sandbox local: %s; model %s could then read answers it must find itself. Use --sandbox docker "+
+		"(each kernel in a container that sees only the data), or pass --unsafe-local to accept it",
+		strings.Join(why, "; "), strings.Join(api, ", "))
 }
 
 // defaultParallel is the reference model's one trial per CPU (its trials

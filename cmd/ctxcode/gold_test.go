@@ -76,3 +76,53 @@ func TestBenchTasksInDataRefused(t *testing.T) {
 		assert.NotContains(t, got.stderr, "is inside --data", "a task file the kernels do not see is taken")
 	})
 }
+
+// TestBenchLocalRefusedWhereKernelsReadTheGolds: a model behind an API in
+// local kernels that could read the task file (as root: a file user nobody
+// can read; as another user: always, the kernels run as you) is refused
+// with exit 2 before anything starts, saying why and what to do;
+// --unsafe-local accepts it, and the reference model needs nothing.
+func TestBenchLocalRefusedWhereKernelsReadTheGolds(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	open, err := os.MkdirTemp("", "ctxcode-gold-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(open) })
+	require.NoError(t, os.Chmod(open, 0o755))
+	dir := filepath.Join(open, "usertasks")
+	require.NoError(t, os.CopyFS(dir, os.DirFS("../../testdata/usertasks")))
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	require.NoError(t, os.Chmod(tasks, 0o644))
+	base := []string{"bench", "--sandbox", "local", "--tasks", tasks, "--data", filepath.Join(dir, "data"),
+		"--prefix", filepath.Join(dir, "prefix.py"), "--task", "no-such-task", "--out", filepath.Join(t.TempDir(), "run")}
+	api := []string{"--model", "m", "--base-url", "http://127.0.0.1:9/v1"}
+
+	got := runCLI(t, "", append(base, api...)...)
+	assert.Equal(t, exitUsage, got.code, got.stderr)
+	assert.Contains(t, got.stderr, "--sandbox local: ")
+	if os.Geteuid() == 0 {
+		assert.Contains(t, got.stderr, tasks+" can be read by user 65534, whom local kernels run as")
+		assert.Contains(t, got.stderr, "chmod o-r "+tasks)
+	} else {
+		assert.Contains(t, got.stderr, "local kernels run as your user")
+	}
+	assert.Contains(t, got.stderr, "model m could then read answers it must find itself. Use --sandbox docker")
+	assert.Contains(t, got.stderr, "or pass --unsafe-local to accept it")
+	assert.NotContains(t, got.stderr, "no-such-task", "found before the tasks are read")
+
+	// Accepted: the run goes on to the next check (the unknown task).
+	for name, args := range map[string][]string{
+		"--unsafe-local": append(append(base, api...), "--unsafe-local"),
+		"reference":      append(base, "--model", "reference"),
+	} {
+		got := runCLI(t, "", args...)
+		assert.Equal(t, exitUsage, got.code, "%s: %s", name, got.stderr)
+		assert.NotContains(t, got.stderr, "--unsafe-local", name)
+		assert.Contains(t, got.stderr, "no task no-such-task", name)
+	}
+	if os.Geteuid() == 0 {
+		require.NoError(t, os.Chmod(tasks, 0o600))
+		got := runCLI(t, "", append(base, api...)...)
+		assert.NotContains(t, got.stderr, "--unsafe-local", "a task file closed to others is out of the kernels' reach")
+		assert.Contains(t, got.stderr, "no task no-such-task")
+	}
+}
