@@ -32,10 +32,8 @@ const (
 	tempSuffix     = ".partial"
 	trajectoryExt  = ".jsonl"
 	maxLineBytes   = 64 << 20
-	// The run is closed to other users: a local kernel runs as user nobody
-	// (when ctxcode is root), and must not read other trials' answers.
 	specFilePerm   = 0o640
-	runDirPerm     = 0o750
+	runDirPerm     = 0o750 // closed to other users: a local kernel (nobody) must not read the trials
 	trialsFilePerm = 0o640
 )
 

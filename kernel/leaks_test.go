@@ -62,4 +62,3 @@ func TestLeaks(t *testing.T) {
 		})
 	}
 }
-
