@@ -61,7 +61,9 @@ package kernel
 //     --sandbox docker there.
 //
 // In every case the kernel shares the host's network and sees the host's
-// files; it is not a sandbox (see package sandbox for one).
+// files (with namespaces, all but the folder that holds the kernels'
+// folders, the host's /tmp usually: its /tmp is its own); it is not a
+// sandbox (see package sandbox for one).
 
 import (
 	"context"
