@@ -264,6 +264,9 @@ func (l *Local) confine(cmd *exec.Cmd, c Confinement, dir string, owned bool) er
 		}
 		for _, p := range needed {
 			for _, v := range closedAlong(p, c.UID, c.GID) {
+				if c.Namespaces && isWithin("/tmp", v.closed) {
+					continue // the kernel's own /tmp replaces it (privateTmp), where what it needs is shown
+				}
 				if !c.Namespaces {
 					return fmt.Errorf("user %d cannot enter %s, so it cannot reach %s: local kernels run as nobody when "+
 						"ctxcode runs as root, and without user namespaces (%s) ctxcode cannot show it to them; use an "+
@@ -320,38 +323,45 @@ func (l *Local) program() (string, error) {
 }
 
 // privateTmp are the helper's views that make the kernel's /tmp its own
-// temporary folder (dir/.tmp, its TMPDIR too) and cover the folder dir is
-// in (the host's /tmp, usually) but for dir and the entries of it the
-// paths in need lead through: the kernel then sees neither the other
-// kernels' folders, which run as the same user, nor anything else there,
-// and what it writes under /tmp is its own, as in a container.
+// temporary folder (dir/.tmp, its TMPDIR too), and hide the folder that
+// holds dir (the host's /tmp, usually) but for dir: the kernel then sees
+// neither the other kernels' folders, which run as the same user, nor
+// anything else there, and what it writes under /tmp is its own, as in a
+// container. The paths in need (dir, the interpreter, a linked data
+// folder) are shown again where a view covers them: dir itself, and of any
+// other the entry of the covered folder it leads through.
 func privateTmp(dir string, need []string) []string {
 	dir = filepath.Clean(dir)
-	tmp := "tmp=" + filepath.Join(dir, tmpName)
-	parent := filepath.Dir(dir)
-	if parent == "/" {
-		return []string{tmp}
-	}
-	// Under the host's /tmp, the kernel's own covers it, and dir is shown in
-	// it; elsewhere an empty folder covers dir's, and then its own /tmp.
-	views := []string{tmp}
-	if parent != "/tmp" {
-		views = []string{"hide=" + parent}
-	}
-	for _, p := range need {
-		rel, err := filepath.Rel(parent, filepath.Clean(p))
-		if err != nil || !filepath.IsLocal(rel) {
-			continue
-		}
-		first, _, _ := strings.Cut(rel, string(filepath.Separator))
-		if v := "show=" + filepath.Join(parent, first); !slices.Contains(views, v) {
-			views = append(views, v)
+	var views []string
+	show := func(root string) {
+		for _, p := range need {
+			p = filepath.Clean(p)
+			rel, err := filepath.Rel(root, p)
+			if err != nil || !filepath.IsLocal(rel) {
+				continue
+			}
+			if p != dir {
+				first, _, _ := strings.Cut(rel, string(filepath.Separator))
+				p = filepath.Join(root, first)
+			}
+			if v := "show=" + p; !slices.Contains(views, v) {
+				views = append(views, v)
+			}
 		}
 	}
-	if parent != "/tmp" {
-		views = append(views, tmp)
+	if parent := filepath.Dir(dir); parent != "/" && !isWithin("/tmp", dir) {
+		views = append(views, "hide="+parent)
+		show(parent)
 	}
+	views = append(views, "tmp="+filepath.Join(dir, tmpName))
+	show("/tmp")
 	return views
+}
+
+// isWithin says whether path is root or below it (both clean and absolute).
+func isWithin(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
 
 // closedFolder is a folder the kernel's user cannot enter, and the entry in

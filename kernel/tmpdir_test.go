@@ -1,3 +1,5 @@
+//go:build linux
+
 package kernel
 
 import (
@@ -66,4 +68,28 @@ func TestLocalTempIsPrivate(t *testing.T) {
 
 	require.NoError(t, one.Close())
 	assert.NoDirExists(t, tmp1, "gone with its kernel")
+}
+
+// TestPrivateTmpViews: the helper's views for a kernel's private /tmp: the
+// kernel's own folder is shown whole and alone (not its siblings), and
+// what else it needs is shown again where a view covers it.
+func TestPrivateTmpViews(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dir  string
+		need []string
+		want []string
+	}{
+		{"in the host's /tmp", "/tmp/ck", []string{"/tmp/ck", "/usr/bin/python3"},
+			[]string{"tmp=/tmp/ck/.tmp", "show=/tmp/ck"}},
+		{"deeper in /tmp, an interpreter there too", "/tmp/a/b/ck", []string{"/tmp/a/b/ck", "/tmp/venv/bin/python"},
+			[]string{"tmp=/tmp/a/b/ck/.tmp", "show=/tmp/a/b/ck", "show=/tmp/venv"}},
+		{"elsewhere", "/var/k/ck", []string{"/var/k/ck", "/tmp/venv/bin/python", "/var/k/data/x"},
+			[]string{"hide=/var/k", "show=/var/k/ck", "show=/var/k/data", "tmp=/var/k/ck/.tmp", "show=/tmp/venv"}},
+		{"at the root", "/ck", []string{"/ck"}, []string{"tmp=/ck/.tmp"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, privateTmp(tc.dir, tc.need))
+		})
+	}
 }
