@@ -21,7 +21,9 @@
 //     be so.
 //   - a kernel that dies (out of memory, exit, hard timeout) is restarted,
 //     the prefix is built again, and the note says what is bound again and
-//     what was lost; at most MaxRestarts times per run.
+//     what was lost; at most MaxRestarts times per run. A death with no
+//     restart left (one shot has none) ends the run as the model's result,
+//     KernelDied; a restart that fails is the harness's, KernelFailed.
 //
 // The history holds each cell as it ran: after a repair, the next request
 // holds the code that ran (in the eval loop, the model's call with the
@@ -169,7 +171,8 @@ const (
 	MaxTurns        Status = "max_turns"               // the turn budget ran out
 	MaxPromptTokens Status = "max_prompt_tokens"       // the prompt-token budget ran out
 	ContextLength   Status = "context_length_exceeded" // the model's context window was too small
-	KernelFailed    Status = "kernel_failed"           // the kernel died more often than MaxRestarts, or at all in one shot
+	KernelDied      Status = "kernel_died"             // the model's code killed the kernel more often than MaxRestarts, or at all in one shot (Result.Death)
+	KernelFailed    Status = "kernel_failed"           // the kernel could not be restarted, or failed by no act of the cells
 	ModelFailed     Status = "model_error"             // the model's API failed
 )
 
@@ -214,7 +217,10 @@ type Result struct {
 	// Restarts is how many times the kernel was restarted (not how often
 	// it died: a death with no restart left is not a restart).
 	Restarts int
-	Err      error // the cause, for ModelFailed and KernelFailed
+	Err      error // the cause, for ModelFailed, KernelDied and KernelFailed
+	// Death says how the kernel died, for KernelDied: "exit 1", "oom",
+	// "deadline", "signal SIGKILL" (kernel.Death).
+	Death string
 	// Built is the prefix as this run built it, its live cells, for the
 	// caller to keep; nil when Session.Cells was given or the build failed.
 	Built []session.Cell
@@ -453,6 +459,7 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 		CachedTokens  int    `json:"cached_tokens"`
 		Estimated     bool   `json:"estimated"`
 		Restarts      int    `json:"restarts"`
+		Death         string `json:"death,omitempty"`
 		WallMS        int64  `json:"wall_ms"`
 		SetupMS       int64  `json:"setup_ms"`
 		ModelMS       int64  `json:"model_ms"`
@@ -461,7 +468,7 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 		Discarded     int    `json:"discarded_calls,omitempty"`
 		Error         string `json:"error,omitempty"`
 	}{r.res.Status, r.res.Answer, r.res.AnswerSource, r.res.Turns, r.res.Usage.PromptTokens, r.res.Usage.CompletionTokens,
-		r.res.Usage.CachedTokens, r.res.Usage.Estimated, r.res.Restarts, r.res.Wall.Milliseconds(),
+		r.res.Usage.CachedTokens, r.res.Usage.Estimated, r.res.Restarts, r.res.Death, r.res.Wall.Milliseconds(),
 		r.res.Setup.Milliseconds(), r.res.Model.Milliseconds(), r.res.Waited.Milliseconds(), r.res.Retries, r.res.Discarded, ""}
 	if r.res.Err != nil {
 		end.Error = r.res.Err.Error()
@@ -884,13 +891,18 @@ func (r *runner) runCell(ctx context.Context, c session.Cell) (done bool, err er
 
 // restart brings a dead kernel back with the prefix built again, and tells
 // the model in the cell's output what happened.
+//
+// A death the cell caused (kernel.Death: an exit, out of memory, a kill at
+// the hard deadline) that no restart is left for ends the run as the
+// model's result, KernelDied; any other failure of the kernel, and a
+// restart that fails, as the harness's, KernelFailed.
 func (r *runner) restart(ctx context.Context, c session.Cell, cause error) (bool, error) {
 	r.deaths++
 	why := clip(cause.Error(), 400)
 	if r.res.Restarts >= max(r.cfg.MaxRestarts, 0) {
 		c.Notes = append(c.Notes, "the kernel died: "+why)
 		r.add(c, 0)
-		r.res.Status = KernelFailed
+		r.died(cause)
 		if r.cfg.MaxRestarts < 0 {
 			r.res.Err = fmt.Errorf("the kernel died and a run may make no restarts: %w", cause)
 		} else {
@@ -936,6 +948,15 @@ func (r *runner) restart(ctx context.Context, c session.Cell, cause error) (bool
 	c.Notes = append(c.Notes, note)
 	r.add(c, 0)
 	return false, nil
+}
+
+// died sets the status of a run that ends on a dead kernel: KernelDied
+// with its Death when the cell killed it, else KernelFailed.
+func (r *runner) died(cause error) {
+	r.res.Status = KernelFailed
+	if d := kernel.Death(cause); d != "" {
+		r.res.Status, r.res.Death = KernelDied, d
+	}
 }
 
 // boundNames lists the names bound in a Python kernel, for the note after a
@@ -1061,11 +1082,11 @@ func (r *runner) oneShot(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		// One shot runs once: no restart, and a dead kernel is a failure of
-		// the machinery, as in the loop, not the model's.
+		// One shot runs once: no restart, and a kernel its cell killed is
+		// the model's result, as in the loop.
 		c.Notes = append(c.Notes, "the kernel died: "+clip(err.Error(), 400))
 		r.add(c, 0)
-		r.res.Status = KernelFailed
+		r.died(err)
 		r.res.Err = fmt.Errorf("the kernel died running the one-shot cell: %w", err)
 		return nil
 	}

@@ -231,7 +231,8 @@ func TestBareLoopRestartCap(t *testing.T) {
 	die := llmtest.Text("import os; os._exit(1)", 700, 5)
 	srv := llmtest.NewServer(t, die, llmtest.Text("import os; os._exit(2)", 700, 5))
 	out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{MaxRestarts: 1}, blockedQ)
-	assert.Equal(t, agent.KernelFailed, out.res.Status)
+	assert.Equal(t, agent.KernelDied, out.res.Status, "the model's code killed it: its result")
+	assert.Equal(t, "exit 2", out.res.Death, "the last death's cause")
 	assert.ErrorContains(t, out.res.Err, "the kernel died 2 times")
 }
 
@@ -462,15 +463,19 @@ func TestEvalLoopNotesACutMessage(t *testing.T) {
 	assert.Contains(t, last.Content, "[ctxcode: your message was cut at the output-token limit of 100")
 }
 
-// TestOneShotKernelDeathIsAKernelFailure: one shot does not restart, and
-// a kernel that dies is an infrastructure failure, as in the loop.
-func TestOneShotKernelDeathIsAKernelFailure(t *testing.T) {
+// TestOneShotKernelDeathIsTheModels: one shot does not restart, and a
+// kernel its cell killed is the model's result, as in the loop, with how
+// it died.
+func TestOneShotKernelDeathIsTheModels(t *testing.T) {
 	srv := llmtest.NewServer(t, llmtest.Text("```python\nimport os; os._exit(4)\n```", 900, 10))
 	out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{Protocol: session.TranscriptText}, blockedQ)
-	assert.Equal(t, agent.KernelFailed, out.res.Status)
+	assert.Equal(t, agent.KernelDied, out.res.Status)
+	assert.Equal(t, "exit 4", out.res.Death)
 	assert.ErrorContains(t, out.res.Err, "exited with status 4")
 	assert.Equal(t, 0, out.res.Restarts, "one shot restarts nothing")
-	assert.Equal(t, "kernel_failed", out.events[len(out.events)-1]["status"])
+	end := out.events[len(out.events)-1]
+	assert.Equal(t, "kernel_died", end["status"])
+	assert.Equal(t, "exit 4", end["death"])
 }
 
 // TestRestartsCountRestartsMade: a death that is not followed by a restart
@@ -479,14 +484,14 @@ func TestRestartsCountRestartsMade(t *testing.T) {
 	t.Run("never restart", func(t *testing.T) {
 		srv := llmtest.NewServer(t, llmtest.Text("import os; os._exit(1)", 700, 5))
 		out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{MaxRestarts: -1}, blockedQ)
-		assert.Equal(t, agent.KernelFailed, out.res.Status)
+		assert.Equal(t, agent.KernelDied, out.res.Status)
 		assert.Equal(t, 0, out.res.Restarts)
 		assert.ErrorContains(t, out.res.Err, "the kernel died and a run may make no restarts")
 	})
 	t.Run("one restart, two deaths", func(t *testing.T) {
 		srv := llmtest.NewServer(t, llmtest.Text("import os; os._exit(1)", 700, 5), llmtest.Text("import os; os._exit(2)", 700, 5))
 		out := run(t, pmSession(t, "pm"), openAI(t, srv), agent.Config{MaxRestarts: 1}, blockedQ)
-		assert.Equal(t, agent.KernelFailed, out.res.Status)
+		assert.Equal(t, agent.KernelDied, out.res.Status)
 		assert.Equal(t, 1, out.res.Restarts)
 		assert.EqualValues(t, 1, out.events[len(out.events)-1]["restarts"])
 	})

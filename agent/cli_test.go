@@ -338,7 +338,8 @@ func kernelDeath(t *testing.T, k kernel.Kernel) {
 		cfg := cliConfig
 		cfg.MaxRestarts = -1
 		out := run(t, &agent.Session{Kernel: k, DataDir: pmDir}, openAI(t, srv), cfg, "How many teams?")
-		assert.Equal(t, agent.KernelFailed, out.res.Status)
+		assert.Equal(t, agent.KernelDied, out.res.Status, "the command killed it: the model's result")
+		assert.Equal(t, "signal SIGKILL", out.res.Death)
 		assert.ErrorContains(t, out.res.Err, "the kernel died and a run may make no restarts")
 	})
 }

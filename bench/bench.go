@@ -483,10 +483,10 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 
 // fill copies what a run produced into its trial line.
 func fill(t *Trial, res *agent.Result) {
-	t.Status = res.Status
+	t.Status, t.Death = res.Status, res.Death
 	t.Class = ClassModel
 	switch res.Status {
-	case agent.ModelFailed, agent.KernelFailed:
+	case agent.ModelFailed, agent.KernelFailed: // agent.KernelDied is the model's
 		t.Class = ClassInfra
 	}
 	if res.Err != nil {

@@ -816,7 +816,8 @@ func TestFillClassesAndAnswers(t *testing.T) {
 		{"out of prompt tokens", agent.Result{Status: agent.MaxPromptTokens}, ClassModel, `null`},
 		{"context window", agent.Result{Status: agent.ContextLength, Err: llm.ErrContextLength}, ClassModel, `null`},
 		{"model failed", agent.Result{Status: agent.ModelFailed, Err: errors.New("502 Bad Gateway")}, ClassInfra, `null`},
-		{"kernel failed", agent.Result{Status: agent.KernelFailed, Err: errors.New("the kernel died")}, ClassInfra, `null`},
+		{"kernel failed", agent.Result{Status: agent.KernelFailed, Err: errors.New("restart the kernel: no such image")}, ClassInfra, `null`},
+		{"kernel died", agent.Result{Status: agent.KernelDied, Death: "oom", Err: errors.New("the kernel died: out of memory")}, ClassModel, `null`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := tc.res
@@ -838,7 +839,8 @@ func TestFillClassesAndAnswers(t *testing.T) {
 			assert.Equal(t, int64(2000), tr.WallMS)
 			assert.Equal(t, int64(1000), tr.KernelMS)
 			assert.Equal(t, 1, tr.Restarts)
-			assert.Equal(t, tc.class == ClassModel && tr.Status != agent.Answered && tr.Status != agent.NoAnswer, tr.BudgetStop())
+			assert.Equal(t, res.Death, tr.Death)
+			assert.Equal(t, tc.class == ClassModel && tr.Status != agent.Answered && tr.Status != agent.NoAnswer && tr.Status != agent.KernelDied, tr.BudgetStop())
 		})
 	}
 }

@@ -33,10 +33,13 @@
 //
 // # Error classes
 //
-// Every trial line has a class that keeps the denominator honest: ClassModel
-// (the model answered, answered wrong, gave no answer or ran out of budget:
-// its result) or ClassInfra (the kernel, the sandbox or the model's API
-// failed after its retries: not the model's result). Resuming runs every key
+// Every trial line has a class that keeps the denominator honest, by
+// cause: ClassModel (the model answered, answered wrong, gave no answer, ran
+// out of budget, or its own code killed the kernel, status kernel_died with
+// its Death: an exit, out of memory, a cell past the hard deadline — its
+// result, wrong in accuracy) or ClassInfra (a kernel that would not start,
+// attach or restart, the sandbox, or the model's API after its retries: not
+// the model's result). Resuming runs every key
 // without a line, and every key whose last line is ClassInfra; the rest is
 // never run again. A trial still running when the run stops (Ctrl-C, kill)
 // has no line, so it runs again.

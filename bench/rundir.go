@@ -37,9 +37,9 @@ const (
 	tempSuffix     = ".partial"
 	trajectoryExt  = ".jsonl"
 	maxLineBytes   = 64 << 20
-	specFilePerm   = 0o644
-	runDirPerm     = 0o755
-	trialsFilePerm = 0o644
+	specFilePerm   = 0o640
+	runDirPerm     = 0o750 // closed to other users: a local kernel (nobody) must not read the trials
+	trialsFilePerm = 0o640
 )
 
 // Error classes of a trial (see the package comment).
@@ -205,6 +205,11 @@ type Trial struct {
 	Status  agent.Status `json:"status"`
 	Class   string       `json:"class"` // ClassModel or ClassInfra
 	Error   string       `json:"error,omitempty"`
+	// Death says how the model's code killed the kernel, with status
+	// kernel_died (class model): "exit 1", "oom", "deadline", "signal
+	// SIGKILL". A line of an older ctxcode has status kernel_failed and
+	// class infra for these; it runs again on resume, as every infra line.
+	Death string `json:"death,omitempty"`
 	// Answer is the executed value as JSON, or the text the model stated;
 	// null without an answer.
 	Answer       json.RawMessage `json:"answer"`
@@ -309,6 +314,9 @@ func Open(dir string, spec Spec, mode OpenMode, warn io.Writer) (*Log, error) {
 	if err := os.MkdirAll(dir, runDirPerm); err != nil {
 		return nil, err
 	}
+	if err := closeToOthers(dir); err != nil {
+		return nil, err
+	}
 	lock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
@@ -339,6 +347,20 @@ func Open(dir string, spec Spec, mode OpenMode, warn io.Writer) (*Log, error) {
 	}
 	l.lock = lock
 	return l, nil
+}
+
+// closeToOthers takes other users' access to the folder dir away (a
+// folder the user made, or a run of an older ctxcode): what is inside is
+// then out of their reach, whatever its own mode.
+func closeToOthers(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if perm := st.Mode().Perm(); perm&0o007 != 0 {
+		return os.Chmod(dir, perm&^0o007)
+	}
+	return nil
 }
 
 // lockDir takes the run directory's lock, so that two processes never run

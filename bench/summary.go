@@ -1,5 +1,7 @@
 package bench
 
+import "github.com/ctxcode/ctxcode/agent"
+
 // Row is the summary of one (model, condition) of a run: what the command
 // prints at the end. Means are over the trials with a model result (infra
 // failures are counted apart and left out of every other figure).
@@ -23,6 +25,7 @@ type Row struct {
 	Literal       int     `json:"literal,omitempty"`
 	LiteralRight  int     `json:"literal_right,omitempty"`
 	BudgetStops   int     `json:"budget_stops"`
+	KernelDied    int     `json:"kernel_died"` // trials whose own code killed the kernel: graded, wrong
 	Turns         float64 `json:"mean_turns"`
 	ContextTokens float64 `json:"mean_context_tokens"`
 	OutputTokens  float64 `json:"mean_output_tokens"`
@@ -70,6 +73,9 @@ func Summarize(final []Trial) []Row {
 		}
 		if t.BudgetStop() {
 			x.BudgetStops++
+		}
+		if t.Status == agent.KernelDied {
+			x.KernelDied++
 		}
 		x.Turns += float64(t.Turns)
 		x.ContextTokens += float64(t.ContextTokens)

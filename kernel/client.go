@@ -134,6 +134,42 @@ func (e *DeadlineError) Error() string {
 		e.Lang, e.Timeout+e.Grace, e.Timeout, e.Grace)
 }
 
+// Death names how a kernel process died while it ran a cell, for a log:
+// "oom" (out of memory), "deadline" (killed at the hard deadline, a
+// [*DeadlineError]), "signal SIGKILL" (killed by a signal), "exit 3" (it
+// exited), from the [*DeadError] or [*DeadlineError] in err's chain. It is
+// "" for any other error, and for a process whose end was lost (the
+// sandbox lost track of it), or that had died before the call
+// ([ErrNotRunning]): those say nothing of what the cell did.
+func Death(err error) string {
+	if errors.Is(err, ErrNotRunning) {
+		return ""
+	}
+	var dl *DeadlineError
+	if errors.As(err, &dl) {
+		return "deadline"
+	}
+	var de *DeadError
+	if !errors.As(err, &de) {
+		return ""
+	}
+	switch e := de.Exit; {
+	case e.OOMKilled:
+		return "oom"
+	case e.Lost != "":
+		return ""
+	case e.Signal != 0:
+		return "signal " + unix.SignalName(e.Signal)
+	case e.Code >= 0:
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return ""
+}
+
+// ErrNotRunning is returned by calls on a client whose kernel died before
+// them, wrapped with how it died.
+var ErrNotRunning = errors.New("kernel is not running")
+
 // ErrClosed is returned by calls on a closed client.
 var ErrClosed = errors.New("kernel is closed")
 
@@ -300,7 +336,7 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecOptions) (Re
 		return Result{}, ErrClosed
 	}
 	if c.dead != nil {
-		return Result{}, fmt.Errorf("%s kernel is not running (restart it): %w", c.lang, c.dead)
+		return Result{}, fmt.Errorf("%s %w (restart it): %w", c.lang, ErrNotRunning, c.dead)
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err // nothing sent, the kernel stays as it is
@@ -332,7 +368,7 @@ func (c *Client) Shell(ctx context.Context, command string, opts ShellOptions) (
 		return ShellResult{}, ErrClosed
 	}
 	if c.dead != nil {
-		return ShellResult{}, fmt.Errorf("%s kernel is not running (restart it): %w", c.lang, c.dead)
+		return ShellResult{}, fmt.Errorf("%s %w (restart it): %w", c.lang, ErrNotRunning, c.dead)
 	}
 	if err := ctx.Err(); err != nil {
 		return ShellResult{}, err

@@ -30,7 +30,11 @@ package kernel
 //     the kernel runs in its own user, PID and mount namespaces with a
 //     private /proc: no process outside the kernel is visible to it, so
 //     neither is its environ, cmdline or mem, whatever user it runs as, and
-//     it cannot signal or trace them. The kernel runs with no capability and
+//     it cannot signal or trace them. The folder that holds the kernel's own
+//     (the host's /tmp, usually) is covered by an empty one but for that
+//     folder, so that it sees neither the other kernels' folders (their
+//     private TMPDIR among them, the same user's) nor the rest of it: its
+//     temporary files go to its TMPDIR. The kernel runs with no capability and
 //     no_new_privs, so it cannot unmount that /proc; in a user namespace it
 //     makes itself, the mounts it inherits are locked and cannot be
 //     unmounted either. A small helper does the mounts: this same binary,
@@ -57,7 +61,9 @@ package kernel
 //     --sandbox docker there.
 //
 // In every case the kernel shares the host's network and sees the host's
-// files; it is not a sandbox (see package sandbox for one).
+// files (with namespaces, all but the folder that holds the kernels'
+// folders, the host's /tmp usually: its /tmp is its own); it is not a
+// sandbox (see package sandbox for one).
 
 import (
 	"context"
@@ -128,12 +134,18 @@ func (c Confinement) Warning() string {
 
 // Confinement is how this transport's kernels are confined. The first call
 // may start a short-lived probe process.
-func (l *Local) Confinement() Confinement {
+func (l *Local) Confinement() Confinement { return LocalConfinement(l.cfg.NoNamespaces) }
+
+// LocalConfinement is how local kernels started by this process are
+// confined, without namespaces when noNamespaces says so
+// (LocalConfig.NoNamespaces). The first call may start a short-lived probe
+// process.
+func LocalConfinement(noNamespaces bool) Confinement {
 	c := Confinement{UID: os.Geteuid(), GID: os.Getegid()}
 	if c.UID == 0 {
 		c.UID, c.GID = nobody, nobody
 	}
-	if l.cfg.NoNamespaces {
+	if noNamespaces {
 		c.Why = "turned off by the configuration"
 	} else if err := namespacesWork(); err != nil {
 		c.Why = err.Error()
@@ -141,6 +153,39 @@ func (l *Local) Confinement() Confinement {
 		c.Namespaces = true
 	}
 	return c
+}
+
+// Leaks says what of a graded run the kernels confined as c, started by a
+// process of user euid, can read, each a reason for a person; none when
+// nothing is in their reach. secrets are the files a model must not read
+// (a task file, with its golds). The run directory is not among them: bench
+// closes it to other users, which is enough when the kernels run as one.
+//
+//   - c.UID is euid (ctxcode is not root): the kernels run as you and can
+//     read every file you can, the run directory and the secrets included.
+//   - a secret user c.UID may read: the file readable to it, every folder
+//     above it enterable.
+//   - no namespaces: the kernels of parallel trials, one user, can read
+//     each other's folders and files under the host's /tmp.
+func Leaks(euid int, c Confinement, secrets ...string) []string {
+	if c.UID == euid {
+		return []string{fmt.Sprintf("local kernels run as your user (uid %d), so a cell can read every file you can: "+
+			"the run directory (other trials' answers) and the task file (the golds) among them; they run as user "+
+			"nobody, who cannot, only when ctxcode runs as root", euid)}
+	}
+	var why []string
+	for _, p := range secrets {
+		st, err := os.Stat(p)
+		if err == nil && permits(st, c.UID, c.GID, 0o4) && len(closedAlong(p, c.UID, c.GID)) == 0 {
+			why = append(why, fmt.Sprintf("%s can be read by user %d, whom local kernels run as, so a cell can read its golds: "+
+				"close it to other users (chmod o-r %s, or move it into a folder they cannot enter)", p, c.UID, p))
+		}
+	}
+	if !c.Namespaces {
+		why = append(why, "local kernels run without namespaces ("+c.Why+"), all as one user, so a cell can read the "+
+			"folders and temporary files of the trials that run beside it")
+	}
+	return why
 }
 
 // namespacesWork tries the namespace helper once per process.
@@ -219,6 +264,9 @@ func (l *Local) confine(cmd *exec.Cmd, c Confinement, dir string, owned bool) er
 		}
 		for _, p := range needed {
 			for _, v := range closedAlong(p, c.UID, c.GID) {
+				if c.Namespaces && isWithin("/tmp", v.closed) {
+					continue // the kernel's own /tmp replaces it (privateTmp), where what it needs is shown
+				}
 				if !c.Namespaces {
 					return fmt.Errorf("user %d cannot enter %s, so it cannot reach %s: local kernels run as nobody when "+
 						"ctxcode runs as root, and without user namespaces (%s) ctxcode cannot show it to them; use an "+
@@ -230,6 +278,16 @@ func (l *Local) confine(cmd *exec.Cmd, c Confinement, dir string, owned bool) er
 				}
 			}
 		}
+	}
+	if c.Namespaces {
+		shown := []string{dir, path}
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			shown = append(shown, real)
+		}
+		if l.cfg.LinkData && l.cfg.DataDir != "" {
+			shown = append(shown, l.cfg.DataDir)
+		}
+		views = append(views, privateTmp(dir, shown)...)
 	}
 	if !c.Namespaces {
 		cmd.Path = path
@@ -262,6 +320,48 @@ func (l *Local) program() (string, error) {
 		}
 	}
 	return path, nil
+}
+
+// privateTmp are the helper's views that make the kernel's /tmp its own
+// temporary folder (dir/.tmp, its TMPDIR too), and hide the folder that
+// holds dir (the host's /tmp, usually) but for dir: the kernel then sees
+// neither the other kernels' folders, which run as the same user, nor
+// anything else there, and what it writes under /tmp is its own, as in a
+// container. The paths in need (dir, the interpreter, a linked data
+// folder) are shown again where a view covers them: dir itself, and of any
+// other the entry of the covered folder it leads through.
+func privateTmp(dir string, need []string) []string {
+	dir = filepath.Clean(dir)
+	var views []string
+	show := func(root string) {
+		for _, p := range need {
+			p = filepath.Clean(p)
+			rel, err := filepath.Rel(root, p)
+			if err != nil || !filepath.IsLocal(rel) {
+				continue
+			}
+			if p != dir {
+				first, _, _ := strings.Cut(rel, string(filepath.Separator))
+				p = filepath.Join(root, first)
+			}
+			if v := "show=" + p; !slices.Contains(views, v) {
+				views = append(views, v)
+			}
+		}
+	}
+	if parent := filepath.Dir(dir); parent != "/" && !isWithin("/tmp", dir) {
+		views = append(views, "hide="+parent)
+		show(parent)
+	}
+	views = append(views, "tmp="+filepath.Join(dir, tmpName))
+	show("/tmp")
+	return views
+}
+
+// isWithin says whether path is root or below it (both clean and absolute).
+func isWithin(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
 
 // closedFolder is a folder the kernel's user cannot enter, and the entry in
@@ -303,11 +403,12 @@ func permits(st os.FileInfo, uid, gid int, want os.FileMode) bool {
 // becomes that user, drops every capability, sets no_new_privs and executes
 // the kernel in its place. Arguments:
 //
-//	probe|exec [map=UID:GID] [hide=DIR show=PATH]... [user=UID:GID] [-- PATH ARGV...]
+//	probe|exec [map=UID:GID] [hide=DIR show=PATH tmp=DIR]... [user=UID:GID] [-- PATH ARGV...]
 //
 // map: the helper maps these ids, its own outside, to themselves.
 // hide, show: DIR becomes an empty tmpfs but for PATH, an entry of it,
-// mounted back in place. user: the ids to become before executing PATH.
+// mounted back in place. tmp: DIR is mounted on /tmp. user: the ids to
+// become before executing PATH.
 func confineMain(args []string) int {
 	// Capabilities and no_new_privs belong to a thread: set them on the one
 	// that calls execve.
@@ -321,11 +422,11 @@ func confineMain(args []string) int {
 
 func confineSetup(args []string) error {
 	if len(args) == 0 || args[0] != "probe" && args[0] != "exec" {
-		return errors.New("usage: " + confineArg0 + " probe|exec [map=UID:GID] [hide=DIR show=PATH]... [user=UID:GID] [-- PATH ARGV...]")
+		return errors.New("usage: " + confineArg0 + " probe|exec [map=UID:GID] [hide=DIR show=PATH tmp=DIR]... [user=UID:GID] [-- PATH ARGV...]")
 	}
 	probe := args[0] == "probe"
 	var mapIDs, user string
-	var views, argv []string // views: hide=DIR and show=PATH, in order
+	var views, argv []string // views: hide=DIR, show=PATH and tmp=DIR, in order
 	for i, a := range args[1:] {
 		if a == "--" {
 			argv = args[i+2:]
@@ -336,7 +437,7 @@ func confineSetup(args []string) error {
 			mapIDs = v
 		case "user":
 			user = v
-		case "hide", "show":
+		case "hide", "show", "tmp":
 			views = append(views, a)
 		default:
 			return fmt.Errorf("unknown argument %q", a)
@@ -402,12 +503,14 @@ func mapSelf(ids string) error {
 }
 
 // showOnly carries out views in order: "hide=DIR" mounts an empty tmpfs on
-// DIR, "show=PATH" mounts PATH back in place as it was. Each PATH is opened
-// first, before any folder above it is covered.
+// DIR, "show=PATH" mounts PATH back in place as it was, "tmp=DIR" mounts
+// DIR on /tmp. Each PATH and DIR to mount is opened first, before any
+// folder above it is covered.
 func showOnly(views []string) error {
 	fds := map[string]int{}
 	for _, v := range views {
-		if p, ok := strings.CutPrefix(v, "show="); ok {
+		_, p, _ := strings.Cut(v, "=")
+		if strings.HasPrefix(v, "show=") || strings.HasPrefix(v, "tmp=") {
 			fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
 			if err != nil {
 				return fmt.Errorf("open %s: %w", p, err)
@@ -420,6 +523,12 @@ func showOnly(views []string) error {
 		if h, ok := strings.CutPrefix(v, "hide="); ok {
 			if err := unix.Mount("tmpfs", h, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
 				return fmt.Errorf("hide %s: %w", h, err)
+			}
+			continue
+		}
+		if t, ok := strings.CutPrefix(v, "tmp="); ok {
+			if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fds[t]), "/tmp", "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("mount %s on /tmp: %w", t, err)
 			}
 			continue
 		}

@@ -169,12 +169,20 @@ func (l *Local) Start(ctx context.Context) (_ Conn, err error) {
 		}
 		owned = true
 	}
+	tmp := filepath.Join(dir, tmpName)
 	cleanup := func() {
 		if owned {
 			_ = removeTree(dir)
+		} else {
+			_ = removeTree(tmp)
 		}
 	}
 	if err := l.placeData(filepath.Join(dir, "data")); err != nil {
+		cleanup()
+		return nil, err
+	}
+	conf := l.Confinement()
+	if err := privateTemp(tmp, conf); err != nil {
 		cleanup()
 		return nil, err
 	}
@@ -195,14 +203,14 @@ func (l *Local) Start(ctx context.Context) (_ Conn, err error) {
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	cmd := exec.CommandContext(pctx, l.cfg.Argv[0], l.cfg.Argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = l.env(dir)
+	cmd.Env = l.env(dir, tmp)
 	cmd.Stdin, cmd.Stdout = inR, outW
 	tail := &TailBuffer{max: l.cfg.StderrTail}
 	cmd.Stderr = tail
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd) }
 	cmd.WaitDelay = time.Second
-	if err := l.confine(cmd, l.Confinement(), dir, owned); err != nil {
+	if err := l.confine(cmd, conf, dir, owned); err != nil {
 		cancel()
 		cleanup()
 		closeAll(inR, inW, outR, outW)
@@ -229,10 +237,38 @@ func (l *Local) Start(ctx context.Context) (_ Conn, err error) {
 	return c, nil
 }
 
-func (l *Local) env(dir string) []string {
+// tmpName is the kernel's private temporary folder, in its own folder.
+const tmpName = ".tmp"
+
+// privateTemp makes the kernel's temporary folder at tmp, open to the
+// kernel's user only: parallel kernels on one host then never see each
+// other's files, as the host's /tmp would let them. It goes with the
+// kernel's folder, or, in a folder the caller gave, when the process ends.
+func privateTemp(tmp string, c Confinement) error {
+	if err := os.RemoveAll(tmp); err != nil { // one left by an earlier kernel in a given folder
+		return fmt.Errorf("make the kernel's temporary folder: %w", err)
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return fmt.Errorf("make the kernel's temporary folder: %w", err)
+	}
+	if c.UID != os.Geteuid() {
+		if err := os.Chown(tmp, c.UID, c.GID); err != nil {
+			return fmt.Errorf("give the kernel's temporary folder to its user: %w", err)
+		}
+	}
+	return nil
+}
+
+// env is the kernel's whole environment: dir is its folder, tmp its
+// temporary folder (TMPDIR, and TMP and TEMP, which some programs read
+// instead).
+func (l *Local) env(dir, tmp string) []string {
 	env := []string{
 		"PATH=" + envOr("PATH", "/usr/local/bin:/usr/bin:/bin"),
 		"HOME=" + dir,
+		"TMPDIR=" + tmp,
+		"TMP=" + tmp,
+		"TEMP=" + tmp,
 		"LANG=C.UTF-8",
 		"TERM=dumb",
 		"IPYTHONDIR=" + filepath.Join(dir, ".ipython"),

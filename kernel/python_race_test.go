@@ -140,10 +140,13 @@ func TestPythonBrokenIPythonFallsBackToStdlib(t *testing.T) {
 	if !ok {
 		skipOrFail(t, "no python3 on this machine")
 	}
-	site := sharedDir(t)
+	// In the kernel's own folder: a kernel sees nothing else of the folder
+	// that holds it (the host's /tmp).
+	dir := sharedDir(t)
+	site := filepath.Join(dir, "site")
 	require.NoError(t, os.MkdirAll(filepath.Join(site, "IPython"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(site, "IPython", "__init__.py"), []byte("raise ImportError('broken on purpose')\n"), 0o644))
-	tr, err := NewLocalPython(python, false, LocalConfig{Env: []string{"PYTHONPATH=" + site}})
+	tr, err := NewLocalPython(python, false, LocalConfig{Dir: dir, Env: []string{"PYTHONPATH=" + site}})
 	require.NoError(t, err)
 	k, err := Start(context.Background(), Python, tr, ClientOptions{})
 	if k != nil {

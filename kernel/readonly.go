@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -131,6 +132,34 @@ func WalkReadOnly(root string, o WalkOptions, fn func(DataEntry) error) error {
 		return nil
 	}
 	return walk("")
+}
+
+// SeenAs says under which name a kernel shown the data folder at root
+// (walked as o says; o.Limit is ignored) sees the file at path: the Rel of
+// the first entry that is the same file ([os.SameFile]: the file itself, a
+// link to it, another hard link of it), or "" when no entry is.
+func SeenAs(root string, o WalkOptions, path string) (string, error) {
+	want, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	o.Limit = 0
+	var seen string
+	found := errors.New("found")
+	err = WalkReadOnly(root, o, func(e DataEntry) error {
+		if e.Dir {
+			return nil
+		}
+		if st, err := os.Stat(e.Path); err == nil && os.SameFile(st, want) {
+			seen = e.Rel
+			return found
+		}
+		return nil
+	})
+	if err != nil && err != found {
+		return "", err
+	}
+	return seen, nil
 }
 
 // LookupData finds the entry rel (slash-separated, below root) of the data

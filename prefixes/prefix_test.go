@@ -238,6 +238,14 @@ func TestSkillDocument(t *testing.T) {
 	assert.Contains(t, doc, `"id":"E002000"`, "the last record is the sample")
 	assert.NotContains(t, doc, "manifest")
 	assert.NotContains(t, doc, "ANSWER", "how to answer is the protocol's business, not the data's")
+
+	// A task file is never described: its sample line would be a gold.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "questions.jsonl"),
+		[]byte(`{"id": "q1", "question": "How many teams?", "answer_type": "integer", "gold": 3}`+"\n"), 0o644))
+	doc, err = prefixes.SkillDocument(dir, false)
+	require.NoError(t, err)
+	assert.NotContains(t, doc, "questions.jsonl")
+	assert.NotContains(t, doc, "How many teams?")
 	_, err = prefixes.SkillDocument(t.TempDir(), false)
 	assert.ErrorContains(t, err, "no loadable file")
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ctxcode/ctxcode/kernel"
@@ -15,6 +16,9 @@ import (
 // last line as a sample record. It replaces the prefix for the CLI agent,
 // which reads the files itself. It describes only what the kernel sees as
 // data/ (kernel.WalkReadOnly; followLinks as the kernel's copy has it).
+// It never describes a task file (its records are questions with their
+// golds): bench refuses one the kernels see, and a sample line of it would
+// hand the model an answer.
 func SkillDocument(dir string, followLinks bool) (string, error) {
 	entries, _, err := kernel.ListData(dir, "", followLinks)
 	if err != nil {
@@ -34,7 +38,7 @@ func SkillDocument(dir string, followLinks bool) (string, error) {
 			return "", err
 		}
 		f, err := inspect(raw, format)
-		if err != nil {
+		if err != nil || isTaskFile(f.fields) {
 			continue
 		}
 		n++
@@ -77,4 +81,11 @@ func lastLine(raw []byte) string {
 		last = last[:500] + "…"
 	}
 	return last
+}
+
+// isTaskFile says that records with these fields are tasks of a task file
+// (bench.UserTask): a question, its answer type and its gold.
+func isTaskFile(fields []string) bool {
+	has := func(name string) bool { return slices.Contains(fields, name) }
+	return has("question") && has("answer_type") && (has("gold") || has("gold_code"))
 }

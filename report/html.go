@@ -1135,11 +1135,11 @@ svg.acccost text,svg.acccost .tick,svg.acccost .axis-title{font-size:14px}
 <h2>The ladder</h2>
 <p class="lede">{{ladderMethod}}</p>
 <div class="scroll"><table class="ladder">
-<thead><tr>{{if .ManyRuns}}<th>run</th>{{end}}<th>model</th><th>condition</th><th class="n">trials</th><th>accuracy</th><th class="n">infra</th><th class="n">budget stops</th><th>answers <span class="q">exec/stated/ unexec/none</span></th><th>turns</th><th>context tokens</th><th>output tokens</th><th>cached tokens</th><th>wall</th>{{if .Money}}<th class="n">USD per trial</th><th class="n">USD in all</th><th class="n">cache saved</th>{{end}}</tr></thead>
+<thead><tr>{{if .ManyRuns}}<th>run</th>{{end}}<th>model</th><th>condition</th><th class="n">trials</th><th>accuracy</th><th class="n">infra</th><th class="n">budget stops</th><th class="n">kernel deaths</th><th>answers <span class="q">exec/stated/ unexec/none</span></th><th>turns</th><th>context tokens</th><th>output tokens</th><th>cached tokens</th><th>wall</th>{{if .Money}}<th class="n">USD per trial</th><th class="n">USD in all</th><th class="n">cache saved</th>{{end}}</tr></thead>
 <tbody>
 {{- $money := .Money}}{{$many := .ManyRuns}}
 {{- range .Rep.Rows}}
-<tr data-model="{{.Model}}" data-condition="{{.Condition}}">{{if $many}}<td class="n">{{inc .Run}}</td>{{end}}<td>{{.Model}}</td><td><b>{{.Condition}}</b></td><td class="n">{{.Trials}}</td><td>{{accuracy .Correct .Graded .Accuracy}}</td><td class="n">{{.Infra}}</td><td class="n">{{.BudgetStops}}</td><td>{{.Sources.Executed}}/{{.Sources.Stated}}/{{.Sources.Unexecuted}}/{{.Sources.None}}</td><td>{{dist .Turns 2}}</td><td>{{dist .Context 0}}</td><td>{{dist .Output 0}}</td><td>{{dist .Cached 0}}</td><td>{{wall .WallMS}}</td>
+<tr data-model="{{.Model}}" data-condition="{{.Condition}}">{{if $many}}<td class="n">{{inc .Run}}</td>{{end}}<td>{{.Model}}</td><td><b>{{.Condition}}</b></td><td class="n">{{.Trials}}</td><td>{{accuracy .Correct .Graded .Accuracy}}</td><td class="n">{{.Infra}}</td><td class="n">{{.BudgetStops}}</td><td class="n">{{.KernelDied}}</td><td>{{.Sources.Executed}}/{{.Sources.Stated}}/{{.Sources.Unexecuted}}/{{.Sources.None}}</td><td>{{dist .Turns 2}}</td><td>{{dist .Context 0}}</td><td>{{dist .Output 0}}</td><td>{{dist .Cached 0}}</td><td>{{wall .WallMS}}</td>
 {{- if $money}}{{with .Money}}<td class="n">{{usd 5 .MeanUSD}}</td><td class="n">{{usd 4 .TotalUSD}}</td><td class="n">{{usd 4 .CacheSavedUSD}}</td>{{else}}<td></td><td></td><td></td>{{end}}{{end}}</tr>
 {{- end}}
 </tbody></table></div>

@@ -305,7 +305,7 @@ func TestHTMLNumbersAreTheMarkdowns(t *testing.T) {
 	for i, r := range rep.Rows {
 		require.NotNil(t, r.Money)
 		want := []string{r.Model, r.Condition, fmt.Sprint(r.Trials), accuracy(r.Correct, r.Graded, r.Accuracy),
-			fmt.Sprint(r.Infra), fmt.Sprint(r.BudgetStops),
+			fmt.Sprint(r.Infra), fmt.Sprint(r.BudgetStops), fmt.Sprint(r.KernelDied),
 			fmt.Sprintf("%d/%d/%d/%d", r.Sources.Executed, r.Sources.Stated, r.Sources.Unexecuted, r.Sources.None),
 			dist(r.Turns, 2), dist(r.Context, 0), dist(r.Output, 0), dist(r.Cached, 0), wallSeconds(r.WallMS),
 			fmt.Sprintf("%.5f", r.Money.MeanUSD), fmt.Sprintf("%.4f", r.Money.TotalUSD), fmt.Sprintf("%.4f", r.Money.CacheSavedUSD)}

@@ -35,7 +35,7 @@ func Markdown(w io.Writer, rep *Report, runLinks ...string) error {
 	b.WriteString("## The ladder\n\n")
 	b.WriteString(ladderMethod + "\n\n")
 	many := len(rep.Runs) > 1
-	head := []string{"model", "condition", "trials", "accuracy", "infra", "budget stops", "answers (exec/stated/unexec/none)",
+	head := []string{"model", "condition", "trials", "accuracy", "infra", "budget stops", "kernel deaths", "answers (exec/stated/unexec/none)",
 		"turns", "context tokens", "output tokens", "cached tokens", "wall"}
 	if many {
 		head = append([]string{"run"}, head...)
@@ -50,7 +50,7 @@ func Markdown(w io.Writer, rep *Report, runLinks ...string) error {
 	table(&b, head, len(head))
 	for _, r := range rep.Rows {
 		cells := []string{r.Model, r.Condition, fmt.Sprint(r.Trials), accuracy(r.Correct, r.Graded, r.Accuracy),
-			fmt.Sprint(r.Infra), fmt.Sprint(r.BudgetStops),
+			fmt.Sprint(r.Infra), fmt.Sprint(r.BudgetStops), fmt.Sprint(r.KernelDied),
 			fmt.Sprintf("%d/%d/%d/%d", r.Sources.Executed, r.Sources.Stated, r.Sources.Unexecuted, r.Sources.None),
 			dist(r.Turns, 2), dist(r.Context, 0), dist(r.Output, 0), dist(r.Cached, 0), wallSeconds(r.WallMS)}
 		if many {

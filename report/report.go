@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/bench"
 )
 
@@ -213,6 +214,7 @@ type Row struct {
 	Correct     int      `json:"correct"`
 	Accuracy    Interval `json:"accuracy"` // over tasks: TaskAccuracy
 	BudgetStops int      `json:"budget_stops"`
+	KernelDied  int      `json:"kernel_died"` // trials whose own code killed the kernel: graded, wrong
 	Sources     Sources  `json:"sources"`
 	Turns       Dist     `json:"turns"`
 	Context     Dist     `json:"context_tokens"`
@@ -470,6 +472,9 @@ func buildRow(run int, r *Run, model, cond string, prices map[string]Price) Row 
 		}
 		if t.BudgetStop() {
 			row.BudgetStops++
+		}
+		if t.Status == agent.KernelDied {
+			row.KernelDied++
 		}
 		switch t.AnswerSource {
 		case "executed":

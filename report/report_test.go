@@ -78,7 +78,7 @@ func TestMarkdownMatchesARecomputation(t *testing.T) {
 		}
 		last[k] = m
 	}
-	type sums struct{ trials, infra, graded, correct, budget, ctx, out int }
+	type sums struct{ trials, infra, graded, correct, budget, died, ctx, out int }
 	by := map[string]*sums{}
 	for _, k := range order {
 		m := last[k]
@@ -99,6 +99,8 @@ func TestMarkdownMatchesARecomputation(t *testing.T) {
 		switch m["status"] {
 		case "max_turns", "max_prompt_tokens", "context_length_exceeded":
 			s.budget++
+		case "kernel_died":
+			s.died++
 		}
 		s.ctx += int(m["context_tokens"].(float64))
 		s.out += int(m["output_tokens"].(float64))
@@ -121,8 +123,9 @@ func TestMarkdownMatchesARecomputation(t *testing.T) {
 		assert.True(t, strings.HasPrefix(cells[3], fmt.Sprintf("%d/%d = %.0f%%", s.correct, s.graded, 100*float64(s.correct)/float64(s.graded))), "%s accuracy: %s", c, cells[3])
 		assert.Equal(t, fmt.Sprint(s.infra), cells[4], "%s infra", c)
 		assert.Equal(t, fmt.Sprint(s.budget), cells[5], "%s budget stops", c)
-		assert.True(t, strings.HasPrefix(cells[8], fmt.Sprintf("%.0f [", float64(s.ctx)/float64(s.graded))), "%s context mean: %s", c, cells[8])
-		assert.True(t, strings.HasPrefix(cells[9], fmt.Sprintf("%.0f [", float64(s.out)/float64(s.graded))), "%s output mean: %s", c, cells[9])
+		assert.Equal(t, fmt.Sprint(s.died), cells[6], "%s kernel deaths", c)
+		assert.True(t, strings.HasPrefix(cells[9], fmt.Sprintf("%.0f [", float64(s.ctx)/float64(s.graded))), "%s context mean: %s", c, cells[9])
+		assert.True(t, strings.HasPrefix(cells[10], fmt.Sprintf("%.0f [", float64(s.out)/float64(s.graded))), "%s output mean: %s", c, cells[10])
 	}
 }
 
@@ -384,4 +387,47 @@ func TestHTMLLinksNotebooks(t *testing.T) {
 	page.Reset()
 	require.NoError(t, HTML(&page, rep, []*Run{r}))
 	assert.NotContains(t, page.String(), ">notebook</a>", "no links without notebooks")
+}
+
+// TestKernelDeathsCountAsWrong: a trial whose kernel the model's code
+// killed (kernel_died, class model) is graded and wrong, in the accuracy
+// denominator, and counted in its own column; an older run's kernel_failed
+// line (class infra) stays out of it.
+func TestKernelDeathsCountAsWrong(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	require.NoError(t, os.CopyFS(dir, os.DirFS(fixture)))
+	base := buildFixture(t, Options{})
+	f, err := os.OpenFile(filepath.Join(dir, "trials.jsonl"), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	line := func(task, status, class, death string) string {
+		return fmt.Sprintf(`{"model":"reference","condition":"C","task":%q,"rep":9,"attempt":1,"status":%q,"class":%q,"death":%q,`+
+			`"answer":null,"correct":false,"answer_right":false,"verdict":"no_answer","turns":1,"context_tokens":700,"output_tokens":10,`+
+			`"cached_tokens":0,"reasoning_tokens":0,"estimated":false,"wall_ms":100,"kernel_ms":10,"model_ms":50,"waited_ms":0,"retries":0,`+
+			`"restarts":0,"trajectory":"","started":"2026-12-01T12:30:00Z"}`+"\n", task, status, class, death)
+	}
+	_, err = f.WriteString(line("s-t1-1", "kernel_died", "model", "oom") + line("s-t1-2", "kernel_failed", "infra", ""))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	r, err := Load(dir)
+	require.NoError(t, err)
+	rep, err := Build([]*Run{r}, Options{})
+	require.NoError(t, err)
+	row := func(rep *Report) Row {
+		for _, r := range rep.Rows {
+			if r.Condition == "C" {
+				return r
+			}
+		}
+		t.Fatal("no row for C")
+		return Row{}
+	}
+	before, after := row(base), row(rep)
+	assert.Equal(t, before.Trials+2, after.Trials)
+	assert.Equal(t, before.Graded+1, after.Graded, "the death is graded")
+	assert.Equal(t, before.Correct, after.Correct, "and wrong")
+	assert.Equal(t, before.Infra+1, after.Infra, "an older run's kernel_failed stays infra")
+	assert.Equal(t, before.KernelDied+1, after.KernelDied)
+	var md bytes.Buffer
+	require.NoError(t, Markdown(&md, rep, ""))
+	assert.Contains(t, md.String(), "| kernel deaths |")
 }

@@ -509,6 +509,9 @@ func (r askResult) record() map[string]any {
 	if r.res.Literal && r.res.Status == agent.Answered {
 		rec["literal"] = true // ANSWER of a value typed in the cell
 	}
+	if r.res.Death != "" {
+		rec["death"] = r.res.Death
+	}
 	if r.cache != "" {
 		rec["prefix_cache"] = r.cache
 	}

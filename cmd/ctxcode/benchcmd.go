@@ -42,12 +42,15 @@ condition.
 
 A run survives a crash: run the same command again (or add --resume) and
 only the trials that have no line, or ended in an infrastructure failure
-(kernel, sandbox, or the model's API after its retries), run again; a
-finished trial never does. A RUNDIR that holds a run with another
-configuration is refused, with the differences named: run.json pins the
-models' sampling, the conditions' first requests, the tasks, data,
-budgets, --parallel, the sandbox's limits and network, the kernel driver,
-the image or interpreter, and the ctxcode version (--force discards it:
+(a kernel that would not start or restart, the sandbox, or the model's API
+after its retries), run again; a finished trial never does. A kernel the
+model's own code killed (an exit, out of memory, a cell past the hard
+deadline) is the model's result: status kernel_died, graded wrong. A RUNDIR
+that holds a run with another configuration is refused, with the
+differences named: run.json pins the models' sampling, the conditions'
+first requests, the tasks, data, budgets, --parallel, the sandbox's limits
+and network, the kernel driver, the image or interpreter, and the ctxcode
+version (--force discards it:
 run.json, trials.jsonl, its trials' trajectories and the report's files
 as report wrote them; other files in the folder, and report files or
 notebooks you changed, stay, and are named).
@@ -58,6 +61,13 @@ folder made by "ctxcode data gen" (--data). Your own: --tasks FILE, JSON
 lines {"id", "question", "answer_type", "gold" | "gold_code", "solution"?}
 over --data DIR and --prefix P (gold_code runs over the prefix in a fresh
 kernel and calls ANSWER(gold); solution is what --model reference plays).
+The task file must lie outside --data, where no kernel sees it.
+
+The run folder is closed to other users. With --sandbox local, a model
+behind an API runs only where its kernels cannot read the run or the task
+file: when ctxcode runs as root (the kernels run as nobody, each in its own
+namespaces) and the task file is closed to other users. Elsewhere use
+Docker, or --unsafe-local to accept it.
 
 Conditions: --conditions names built-in ones (A, B, B0, D, C);
 --conditions-file F adds variants of them, one JSON object per line:
@@ -120,6 +130,9 @@ type benchOptions struct {
 	control        string
 	orderSeed      int64
 	orderSeedSet   bool
+	// unsafeLocal accepts local kernels that can read the run and the
+	// golds (kernel.Leaks).
+	unsafeLocal bool
 }
 
 func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
@@ -145,6 +158,7 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 	fs.StringVar(&o.prefixName, "prefix", "", "the prefix of B, D and C: a built-in name or a file (default pm for ctxcode data)")
 	fs.StringVar(&tasks, "task", "", "only these tasks, a comma list of ids")
 	fs.BoolVar(&o.json, "json", false, "print the summary as JSON lines, one per model and condition")
+	fs.BoolVar(&o.unsafeLocal, "unsafe-local", false, "with --sandbox local, run a model behind an API even where its kernels can read the run and the golds")
 	if err := fs.parse(args, 0, ""); err != nil {
 		return nil, err
 	}
@@ -199,6 +213,19 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 		// the earlier ones' lines and golds there.
 		return nil, usagef("--out %s is inside --data %s, which every kernel can read: put the run outside the data folder", o.out, o.dataDir)
 	}
+	if o.taskFile != "" {
+		// The golds: a kernel that sees the file (inside the folder, by a
+		// link --follow-links takes, or a hard link) reads them, and
+		// condition A's skill document would show a line of it.
+		rel, err := kernel.SeenAs(o.dataDir, kernel.WalkOptions{FollowLinks: o.sandbox.followLinks}, o.taskFile)
+		if err != nil {
+			return nil, usagef("--tasks %s, --data %s: %v", o.taskFile, o.dataDir, unwrapPath(err))
+		}
+		if rel != "" {
+			return nil, usagef("--tasks %s is inside --data %s (as data/%s), which every kernel can read: the golds would be in reach of the model; "+
+				"put the task file outside the data folder", o.taskFile, o.dataDir, rel)
+		}
+	}
 	for _, m := range strings.Split(models, ",") {
 		if m = strings.TrimSpace(m); m == "" && strings.TrimSpace(models) != "" {
 			return nil, usagef("--model %q: an empty name in the list", models)
@@ -222,10 +249,44 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 	// this host when Docker is not there.
 	// A task file's gold_code and solutions are the user's code, not ctxcode's.
 	o.sandbox.hostFallback = len(o.models) == 1 && o.models[0] == llm.ReferenceName && o.taskFile == ""
+	if err := o.checkLocal(); err != nil {
+		return nil, err
+	}
 	if o.parallel == 0 {
 		o.parallel = defaultParallel(o.models)
 	}
 	return o, nil
+}
+
+// checkLocal refuses a run of a model behind an API in local kernels that
+// can read what its model must not (kernel.Leaks: the run directory, with
+// the other trials' answers, and the task file, with the golds), unless
+// --unsafe-local accepts it. The reference model plays ctxcode's own
+// solutions: nothing to leak to.
+func (o *benchOptions) checkLocal() error {
+	if o.sandbox.kind != string(sandbox.KindLocal) || o.unsafeLocal {
+		return nil
+	}
+	var api []string
+	for _, m := range o.models {
+		if m != llm.ReferenceName {
+			api = append(api, m)
+		}
+	}
+	if len(api) == 0 {
+		return nil
+	}
+	var secrets []string
+	if o.taskFile != "" {
+		secrets = append(secrets, o.taskFile)
+	}
+	why := kernel.Leaks(os.Geteuid(), kernel.LocalConfinement(false), secrets...)
+	if len(why) == 0 {
+		return nil
+	}
+	return usagef("--sandbox local: %s; model %s could then read answers it must find itself. Use --sandbox docker "+
+		"(each kernel in a container that sees only the data), or pass --unsafe-local to accept it",
+		strings.Join(why, "; "), strings.Join(api, ", "))
 }
 
 // defaultParallel is the reference model's one trial per CPU (its trials

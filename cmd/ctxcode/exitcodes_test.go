@@ -183,11 +183,11 @@ func goldText(t *testing.T, gold any) string {
 	return string(b)
 }
 
-// TestKernelDeathExitsOne: a cell that kills the kernel is an
-// infrastructure failure (kernel_failed, exit 1) in the loop and in one
-// shot alike; restarts counts the restarts made, so with --max-restarts 0
-// it is 0.
-func TestKernelDeathExitsOne(t *testing.T) {
+// TestKernelDeathExitsThree: a cell that kills the kernel is the model's
+// result, no answer (kernel_died with its cause, exit 3), in the loop and
+// in one shot alike; restarts counts the restarts made, so with
+// --max-restarts 0 it is 0.
+func TestKernelDeathExitsThree(t *testing.T) {
 	requirePython(t)
 	data := pmData(t)
 	for _, mode := range []string{"loop", "oneshot"} {
@@ -196,10 +196,11 @@ func TestKernelDeathExitsOne(t *testing.T) {
 			t.Setenv("OPENAI_API_KEY", "sk-x")
 			got := runCLI(t, "", "ask", "How many tasks?", "--mode", mode, "--max-restarts", "0", "--json",
 				"--model", "m", "--base-url", srv.URL, "--data", data, "--sandbox", "local")
-			assert.Equal(t, exitInfra, got.code, got.stderr)
+			assert.Equal(t, exitNoAnswer, got.code, got.stderr)
 			var rec map[string]any
 			require.NoError(t, jsonFirstLine(got.stdout, &rec), got.stdout)
-			assert.Equal(t, "kernel_failed", rec["status"])
+			assert.Equal(t, "kernel_died", rec["status"])
+			assert.Equal(t, "exit 3", rec["death"])
 			assert.EqualValues(t, 0, rec["restarts"], "no restart was made")
 			assert.Contains(t, got.stderr, "exited with status 3")
 		})

@@ -16,17 +16,32 @@ import (
 )
 
 // SharedDir is a temporary folder a local kernel can reach: it runs as user
-// nobody when the tests run as root, and t.TempDir is private to its user.
+// nobody when the tests run as root, and t.TempDir is private to its user;
+// and, where it has namespaces, its /tmp is its own and it sees nothing
+// else of the folder that holds the kernels' folders (os.TempDir()), so
+// the folder is made in /var/tmp when there is one.
 func SharedDir(tb testing.TB) string {
 	tb.Helper()
-	dir := tb.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil {
+	var dir string
+	if st, err := os.Stat(sharedRoot); err == nil && st.IsDir() && filepath.Clean(os.TempDir()) != sharedRoot {
+		if dir, err = os.MkdirTemp(sharedRoot, "ctxcode-gate-"); err != nil {
+			tb.Fatalf("gatetest: %v", err)
+		}
+		tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	} else {
+		dir = tb.TempDir()
+		if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
 			tb.Fatalf("gatetest: %v", err)
 		}
 	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		tb.Fatalf("gatetest: %v", err)
+	}
 	return dir
 }
+
+// sharedRoot is where SharedDir makes its folders when it can.
+const sharedRoot = "/var/tmp"
 
 // FIFO makes path (replacing any file there) a FIFO that every user may
 // open, and returns release, which writes a line to it: it blocks until a
