@@ -946,6 +946,10 @@ func printBenchSummary(w io.Writer, out *bench.Outcome, spec bench.Spec, dir str
 			fmt.Fprintf(w, "%-8s %d literal answer(s), %d of them right: ANSWER of a value typed in the cell; counted in accuracy\n",
 				r.Condition, r.Literal, r.LiteralRight)
 		}
+		if r.KernelDied > 0 {
+			fmt.Fprintf(w, "%-8s %d kernel death(s): the model's own code killed its kernel (status kernel_died); graded wrong\n",
+				r.Condition, r.KernelDied)
+		}
 	}
 	if len(rows) > 0 && rows[0].Estimated {
 		fmt.Fprintln(w, "(means per trial; token counts estimated by the tokenizer where the model reported none)")

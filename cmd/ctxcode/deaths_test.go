@@ -73,6 +73,7 @@ func TestBenchKernelDeathsAreTheModels(t *testing.T) {
 			n := len(tc.cells)
 			assert.Regexp(t, `(?m)^C\s+0/`+strconv.Itoa(n)+`\s+0%\s+0\s`, got.stdout, "graded, wrong, not infra")
 			assert.Regexp(t, `(?m)^D\s+0/`+strconv.Itoa(n)+`\s+0%\s+0\s`, got.stdout, "graded, wrong, not infra")
+			assert.Regexp(t, `(?m)^C\s+`+strconv.Itoa(n)+` kernel death\(s\): the model's own code`, got.stdout, "counted on a line of their own")
 			first := readTrials(t, out)
 			require.Len(t, first, 2*n)
 			for _, tr := range first {
