@@ -242,6 +242,10 @@ func (l *Local) confine(cmd *exec.Cmd, c Confinement, dir string, owned bool) er
 		return err
 	}
 	var views []string // hide= and show= arguments of the helper
+	// late are the views of closed folders under /tmp: they are made after
+	// the kernel's own /tmp (privateTmp) shows the way to them again, in
+	// the order the helper carries them out, or the new /tmp would cover them.
+	var late []string
 	if c.UID != os.Geteuid() {
 		if owned {
 			if err := os.Chown(dir, c.UID, c.GID); err != nil {
@@ -264,16 +268,17 @@ func (l *Local) confine(cmd *exec.Cmd, c Confinement, dir string, owned bool) er
 		}
 		for _, p := range needed {
 			for _, v := range closedAlong(p, c.UID, c.GID) {
-				if c.Namespaces && isWithin("/tmp", v.closed) {
-					continue // the kernel's own /tmp replaces it (privateTmp), where what it needs is shown
-				}
 				if !c.Namespaces {
 					return fmt.Errorf("user %d cannot enter %s, so it cannot reach %s: local kernels run as nobody when "+
 						"ctxcode runs as root, and without user namespaces (%s) ctxcode cannot show it to them; use an "+
 						"interpreter and folders every user can reach (--python /usr/bin/python3, TMPDIR=/tmp), run "+
 						"ctxcode as an ordinary user, or use --sandbox docker", c.UID, v.closed, p, c.Why)
 				}
-				if !slices.Contains(views, "show="+v.next) {
+				switch {
+				case slices.Contains(views, "show="+v.next), slices.Contains(late, "show="+v.next):
+				case c.Namespaces && isWithin("/tmp", v.closed):
+					late = append(late, "hide="+v.closed, "show="+v.next)
+				default:
 					views = append(views, "hide="+v.closed, "show="+v.next)
 				}
 			}
@@ -288,6 +293,7 @@ func (l *Local) confine(cmd *exec.Cmd, c Confinement, dir string, owned bool) er
 			shown = append(shown, l.cfg.DataDir)
 		}
 		views = append(views, privateTmp(dir, shown)...)
+		views = append(views, late...)
 	}
 	if !c.Namespaces {
 		cmd.Path = path

@@ -355,7 +355,7 @@ func TestIntervalOverOneTask(t *testing.T) {
 	var md bytes.Buffer
 	require.NoError(t, Markdown(&md, rep))
 	text := md.String()
-	assert.Contains(t, text, "| m | A | 3 | 2/3 = 67% [n < 2] | 0 | 0 | 0/0/0/3 | 1.00 [n < 2] (1.00; 1.00–1.00) | 1000 [n < 2] (1000; 1000–1000) |")
+	assert.Contains(t, text, "| m | A | 3 | 2/3 = 67% [n < 2] | 0 | 0 | 0 | 0/0/0/3 | 1.00 [n < 2] (1.00; 1.00–1.00) | 1000 [n < 2] (1000; 1000–1000) |")
 	assert.Contains(t, text, "| B vs A | m | A → B | 1 | 1.000 [n < 2] | 1.000 [n < 2] | +0 pp [n < 2] |")
 	assert.Contains(t, text, "0.00s [n < 2]")
 

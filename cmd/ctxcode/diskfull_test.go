@@ -135,8 +135,8 @@ func assertNoBrokenTrajectories(t *testing.T, run string) {
 //
 // The trajectories folder is another (large) disk, bound over the run's
 // own, so that only the log's lines meet the full disk; the log is cut to
-// the lines before a page boundary (as a kill leaves it) so that the next
-// line is torn across it.
+// its first half (as a kill leaves it), its last line padded so that the
+// log's last page has room for only part of the next line, which is torn.
 //
 // It fails on main: the run stopped on "write trials.jsonl: no space left
 // on device" without saying that the line was cut off again, that the
@@ -163,27 +163,26 @@ func TestBenchTornAppend(t *testing.T) {
 	require.NoError(t, syscall.Mount(big, trajs, "", syscall.MS_BIND, ""))
 	t.Cleanup(func() { _ = syscall.Unmount(trajs, syscall.MNT_DETACH) })
 
-	// Keep the lines before a page boundary, with less room left in that
-	// page than any dropped line needs.
+	// Keep the first half of the lines, the last of them padded with
+	// spaces (JSON allows them) so that the log's last page has room for
+	// only part of any dropped line.
 	path := filepath.Join(out, bench.TrialsFile)
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	lines := strings.SplitAfter(string(b), "\n")
 	lines = lines[:len(lines)-1] // after the last newline
-	const page = 4096
-	keep, size := -1, 0
-	for k := 1; k < len(lines); k++ {
-		size += len(lines[k-1])
-		shortest := len(lines[k])
-		for _, l := range lines[k:] {
-			shortest = min(shortest, len(l))
-		}
-		if room := page - size%page; room < page && room+64 < shortest {
-			keep = k
-			break
-		}
+	const page, room = 4096, 128
+	keep := len(lines) / 2
+	shortest := len(lines[keep])
+	for _, l := range lines[keep:] {
+		shortest = min(shortest, len(l))
 	}
-	require.NotEqual(t, -1, keep, "no page boundary to tear a line on in %d lines", len(lines))
+	require.Greater(t, shortest, room+64, "a dropped line must not fit in the room left")
+	size := len(strings.Join(lines[:keep], ""))
+	pad := ((page-room-size%page)%page + page) % page
+	last := lines[keep-1]
+	lines[keep-1] = strings.TrimSuffix(last, "\n") + strings.Repeat(" ", pad) + "\n"
+	require.Equal(t, page-room, len(strings.Join(lines[:keep], ""))%page)
 	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines[:keep], "")), 0o644))
 
 	// Fill the disk: the log's last page has room for part of a line.
