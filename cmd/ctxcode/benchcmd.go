@@ -50,10 +50,10 @@ that holds a run with another configuration is refused, with the
 differences named: run.json pins the models' sampling, the conditions'
 first requests, the tasks, data, budgets, --parallel, the sandbox's limits
 and network, the kernel driver, the image or interpreter, and the ctxcode
-version (--force discards it:
-run.json, trials.jsonl, its trials' trajectories and the report's files
-as report wrote them; other files in the folder, and report files or
-notebooks you changed, stay, and are named).
+version. --force discards it: run.json, trials.jsonl, its trials'
+trajectories and the report's files as report wrote them; other files in
+the folder, and report files or notebooks you changed, stay, and are
+named.
 
 Tasks: the built-in tasks of the project-management data (--tier, default
 xl, and --seed, default 1, generated once into the cache folder), or of a
