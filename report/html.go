@@ -43,9 +43,14 @@ package report
 //     code as it ran, or condition A's bash command or read arguments; the
 //     output as the model read it, with the harness's "[ctxcode: ...]"
 //     notes marked), restarts (each after the cell whose code killed the
-//     kernel), the answer and its source, the end and the grade. A trajectory that is missing, unreadable, outside the run
-//     directory (Run.ReadTrajectory) or has lines that are not JSON is said
-//     so in a line; the page is still written.
+//     kernel), the answer and its source, the end and the grade. The
+//     trajectory is read with session.ReadTrajectory: what it passed over
+//     (an unknown field or event kind, a last line cut short) is said in
+//     a line each after the events; a line that is not an event shows
+//     the events before it and the reader's error, naming the line; a
+//     trajectory that is missing, unreadable or outside the run directory
+//     (Run.ReadTrajectory) is said so in a line. The page is still
+//     written.
 //
 // The numbers are the Report's: nothing here computes a statistic. The
 // helpers only format, lay out the chart, and read trajectories.

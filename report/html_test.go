@@ -27,16 +27,16 @@ const (
 
 // The trials the fixture's copy edits.
 const (
-	htmlEvilTrial    = "reference.B.s-t4-2.r1" // the model's text above
-	htmlMissingTrial = "reference.C.s-t8-3.r2" // its trajectory deleted
-	htmlBadLineTrial = "reference.D.s-t1-1.r1" // a line that is not JSON
+	htmlEvilTrial    = "reference.B.s-t4-2.r1"  // the model's text above
+	htmlMissingTrial = "reference.C.s-t8-3.r2"  // its trajectory deleted
+	htmlBadLineTrial = "reference.D.s-t1-1.r1"  // a line that is not JSON
 	htmlSkipTrial    = "reference.B0.s-t1-1.r1" // an event kind the reader does not know, and a torn last line
-	htmlRestartTrial = "reference.D.s-t4-2.r1" // a kernel restart, written before the cell that killed the kernel
-	htmlRepairTrial  = "reference.C.s-t1-1.r1" // fences the harness took out
-	htmlCLITrial     = "reference.A.s-t1-1.r1" // condition A's bash call
-	htmlInfraTrial   = "reference.B.s-t1-1.r2" // an infra failure
-	htmlFixtureTasks = 3                       // tasks of the fixture
-	htmlFixtureReps  = 2                       // and reps
+	htmlRestartTrial = "reference.D.s-t4-2.r1"  // a kernel restart, written before the cell that killed the kernel
+	htmlRepairTrial  = "reference.C.s-t1-1.r1"  // fences the harness took out
+	htmlCLITrial     = "reference.A.s-t1-1.r1"  // condition A's bash call
+	htmlInfraTrial   = "reference.B.s-t1-1.r2"  // an infra failure
+	htmlFixtureTasks = 3                        // tasks of the fixture
+	htmlFixtureReps  = 2                        // and reps
 )
 
 // htmlFixture copies the report's fixture run (testdata/report/run) to a

@@ -2,12 +2,14 @@ package report
 
 // Trajectories as Jupyter notebooks (`ctxcode notebook TRAJECTORY`).
 //
-// A trajectory is the JSON-lines file agent.Trajectory writes (`ctxcode ask
-// --trajectory F`, RUNDIR/trajectories/*.jsonl): one object per line with
-// "type" and "time" first. A file holds one run or several (`ask --task
-// all` writes one after another), each from its "run" event to the next.
-// Event types this file reads: run, prefix, call, cell, restart, answer,
-// end and grade; others are skipped, so that later versions may add some.
+// A trajectory is the JSON-lines file agent.Run writes (`ctxcode ask
+// --trajectory F`, RUNDIR/trajectories/*.jsonl), in the schema of
+// session/trajectory.go, and read here only with session.ReadTrajectory.
+// A file holds one run or several, each from its "run" event to the next.
+// Events this file shows: run, prefix, call, cell, restart, answer, end
+// and grade (a discarded call is in the run's cost, not shown); what the
+// reader passed over (fields and event kinds it does not know) is listed
+// in a last Markdown cell.
 //
 // TrajectoryNotebook writes an nbformat 4.5 notebook in the layout of
 // prefixes.ExportNotebook (sorted keys, one-space indent, text as lists of
@@ -78,8 +80,8 @@ package report
 //
 // Text is split into lines as prefixes.NotebookLines does; the output
 // maps repeat, in a few lines, those prefixes/notebook.go makes from a
-// kernel.Result, which this package cannot name (it reads results from
-// JSON into its own type).
+// kernel.Result, which this package does not import (it reads results as
+// the trajectory's session.CellEvent holds them).
 
 import (
 	"bytes"

@@ -53,6 +53,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -251,17 +252,18 @@ type GradeEvent struct {
 	Gold     json.RawMessage `json:"gold"`
 }
 
-// eventTypes are the event type of each kind, for the reader.
-var eventTypes = map[string]reflect.Type{
-	EventRun:       reflect.TypeFor[RunEvent](),
-	EventPrefix:    reflect.TypeFor[PrefixEvent](),
-	EventCall:      reflect.TypeFor[CallEvent](),
-	EventDiscarded: reflect.TypeFor[DiscardedEvent](),
-	EventCell:      reflect.TypeFor[CellEvent](),
-	EventRestart:   reflect.TypeFor[RestartEvent](),
-	EventAnswer:    reflect.TypeFor[AnswerEvent](),
-	EventEnd:       reflect.TypeFor[EndEvent](),
-	EventGrade:     reflect.TypeFor[GradeEvent](),
+// eventOf sets, for each kind, the field of an Event that holds it to a
+// new event and returns it, for the reader to decode into.
+var eventOf = map[string]func(e *Event) any{
+	EventRun:       func(e *Event) any { e.Run = new(RunEvent); return e.Run },
+	EventPrefix:    func(e *Event) any { e.Prefix = new(PrefixEvent); return e.Prefix },
+	EventCall:      func(e *Event) any { e.Call = new(CallEvent); return e.Call },
+	EventDiscarded: func(e *Event) any { e.Discarded = new(DiscardedEvent); return e.Discarded },
+	EventCell:      func(e *Event) any { e.Cell = new(CellEvent); return e.Cell },
+	EventRestart:   func(e *Event) any { e.Restart = new(RestartEvent); return e.Restart },
+	EventAnswer:    func(e *Event) any { e.Answer = new(AnswerEvent); return e.Answer },
+	EventEnd:       func(e *Event) any { e.End = new(EndEvent); return e.End },
+	EventGrade:     func(e *Event) any { e.Grade = new(GradeEvent); return e.Grade },
 }
 
 // TrajectoryWriter writes a trajectory, one line per event, unbuffered. A
@@ -511,47 +513,28 @@ func (l *TrajectoryLog) read(sk *skips, n int, text []byte) error {
 	if kind != EventRun && len(l.Events) == 0 {
 		return fail("the first event is %q; a trajectory starts with a \"run\" event (%s)", kind, whatTrajectory)
 	}
-	typ, known := eventTypes[kind]
+	of, known := eventOf[kind]
 	if !known {
 		sk.add(fmt.Sprintf("events of kind %q, which this version of ctxcode does not know, were skipped", kind), n)
 		return nil
-	}
-	v := reflect.New(typ)
-	if err := json.Unmarshal(text, v.Interface()); err != nil {
-		return fail("a %s event that does not read: %v", kind, err)
 	}
 	e := Event{Kind: kind, Line: n}
 	if t, ok := fields["time"]; ok {
 		_ = json.Unmarshal(t, &e.Time)
 	}
-	keys := fieldNames(typ)
-	for k := range fields {
+	v := of(&e)
+	if err := json.Unmarshal(text, v); err != nil {
+		return fail("a %s event that does not read: %v", kind, err)
+	}
+	keys := fieldNames(reflect.TypeOf(v).Elem())
+	for _, k := range slices.Sorted(maps.Keys(fields)) { // in order, so that the notes are the same each time
 		if k != "type" && k != "time" && !keys[k] {
 			sk.add(fmt.Sprintf("the field %q of %s events, which this version of ctxcode does not know, is not shown", k, kind), n)
 		}
 	}
-	switch ev := v.Interface().(type) {
-	case *RunEvent:
-		if ev.Schema > TrajectorySchema {
-			sk.add(fmt.Sprintf("a run was written in trajectory schema %d, newer than this version of ctxcode reads (%d): what it changed may not be shown right; a newer ctxcode reads it", ev.Schema, TrajectorySchema), n)
-		}
-		e.Run = ev
-	case *PrefixEvent:
-		e.Prefix = ev
-	case *CallEvent:
-		e.Call = ev
-	case *DiscardedEvent:
-		e.Discarded = ev
-	case *CellEvent:
-		e.Cell = ev
-	case *RestartEvent:
-		e.Restart = ev
-	case *AnswerEvent:
-		e.Answer = ev
-	case *EndEvent:
-		e.End = ev
-	case *GradeEvent:
-		e.Grade = ev
+	if e.Run != nil && e.Run.Schema > TrajectorySchema {
+		sk.add(fmt.Sprintf("a run was written in trajectory schema %d, newer than this version of ctxcode reads (%d): "+
+			"what it changed may not be shown right; a newer ctxcode reads it", e.Run.Schema, TrajectorySchema), n)
 	}
 	l.Events = append(l.Events, e)
 	return nil
