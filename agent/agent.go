@@ -347,16 +347,17 @@ type Session struct {
 	Started time.Time
 }
 
-// Info is what the caller knows about a run, for the trajectory's header.
+// Info is what the caller knows about a run, for the trajectory's header
+// (session.RunEvent).
 type Info struct {
 	// Condition names the run's condition in the trajectory (a variant's
 	// name, say); "" names it from the protocol and the prefix (Condition).
-	Condition string `json:"-"`
-	Model     string `json:"model"`
-	BaseURL   string `json:"base_url,omitempty"`
-	Task      string `json:"task,omitempty"`
-	Data      any    `json:"data,omitempty"` // the data set's manifest
-	Question  string `json:"question"`
+	Condition string
+	Model     string
+	BaseURL   string
+	Task      string
+	Data      any // the data set's manifest, written as JSON
+	Question  string
 }
 
 // Observer hears about a run's progress (for a progress line); nil is fine.
