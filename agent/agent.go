@@ -347,16 +347,17 @@ type Session struct {
 	Started time.Time
 }
 
-// Info is what the caller knows about a run, for the trajectory's header.
+// Info is what the caller knows about a run, for the trajectory's header
+// (session.RunEvent).
 type Info struct {
 	// Condition names the run's condition in the trajectory (a variant's
 	// name, say); "" names it from the protocol and the prefix (Condition).
-	Condition string `json:"-"`
-	Model     string `json:"model"`
-	BaseURL   string `json:"base_url,omitempty"`
-	Task      string `json:"task,omitempty"`
-	Data      any    `json:"data,omitempty"` // the data set's manifest
-	Question  string `json:"question"`
+	Condition string
+	Model     string
+	BaseURL   string
+	Task      string
+	Data      any // the data set's manifest, written as JSON
+	Question  string
 }
 
 // Observer hears about a run's progress (for a progress line); nil is fine.
@@ -377,13 +378,13 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 	if started.IsZero() {
 		started = time.Now()
 	}
-	r := &runner{s: s, model: model, cfg: cfg, tr: tr, obs: obs, res: &Result{}, started: started}
+	r := &runner{s: s, model: model, cfg: cfg, tr: tr.writer(), obs: obs, res: &Result{}, started: started}
 	if err := r.check(); err != nil {
 		return nil, err
 	}
 	prefixName := ""
-	var pinfo *prefixInfo
-	var skill *skillInfo
+	var pinfo *session.PrefixInfo
+	var skill *session.SkillInfo
 	if s.Prefix != nil {
 		prefixName = s.Prefix.Name
 		pi := prefixInfoOf(s.Prefix)
@@ -396,20 +397,19 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 	if cond == "" {
 		cond = Condition(cfg.Protocol, prefixName)
 	}
-	var rules *string
+	var rules string
 	if cfg.Rules != nil {
-		h := RulesHash(*cfg.Rules)
-		rules = &h
+		rules = RulesHash(*cfg.Rules)
 	}
-	tr.Emit("run", struct {
-		Info
-		Condition string           `json:"condition"`
-		Protocol  session.Protocol `json:"protocol"`
-		Prefix    *prefixInfo      `json:"prefix,omitempty"`
-		Skill     *skillInfo       `json:"skill,omitempty"`
-		Rules     *string          `json:"rules_sha256,omitempty"` // a variant's rules, which replaced the condition's
-		Budgets   budgets          `json:"budgets"`
-	}{info, cond, cfg.Protocol, pinfo, skill, rules, budgetsOf(cfg)})
+	var data json.RawMessage
+	if info.Data != nil {
+		var err error
+		if data, err = session.MarshalJSON(info.Data); err != nil {
+			return nil, fmt.Errorf("the data set's manifest: %w", err)
+		}
+	}
+	r.tr.Run(session.RunEvent{Model: info.Model, BaseURL: info.BaseURL, Task: info.Task, Data: data, Question: info.Question,
+		Condition: cond, Protocol: cfg.Protocol, Prefix: pinfo, Skill: skill, Rules: rules, Budgets: budgetsOf(cfg)})
 	cells := s.Cells
 	if s.Kernel == nil || s.Cells == nil && s.Prefix != nil {
 		// Something is still to be set up: it runs in the background, and
@@ -436,44 +436,25 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 	}
 	r.res.Wall = time.Since(r.started)
 	r.res.Cells = r.in.New
+	// The end's figures are the run's so far, also when it was cut short.
+	end := session.EndEvent{Status: string(r.res.Status), Answer: r.res.Answer, AnswerSource: r.res.AnswerSource, Turns: r.res.Turns,
+		ContextTokens: r.res.Usage.PromptTokens, OutputTokens: r.res.Usage.CompletionTokens, CachedTokens: r.res.Usage.CachedTokens,
+		Estimated: r.res.Usage.Estimated, Restarts: r.res.Restarts, Death: r.res.Death, WallMS: r.res.Wall.Milliseconds(),
+		SetupMS: r.res.Setup.Milliseconds(), ModelMS: r.res.Model.Milliseconds(), WaitedMS: r.res.Waited.Milliseconds(),
+		Retries: r.res.Retries, Discarded: r.res.Discarded}
 	if err != nil {
-		status := "cancelled"
+		end.Status = "cancelled"
 		if ctx.Err() == nil {
-			status = "error" // the session could not be set up
+			end.Status = "error" // the session could not be set up
 		}
-		tr.Emit("end", struct {
-			Status string `json:"status"`
-			Turns  int    `json:"turns"`
-			WallMS int64  `json:"wall_ms"`
-			Error  string `json:"error"`
-		}{status, r.res.Turns, r.res.Wall.Milliseconds(), err.Error()})
+		end.Error = err.Error()
+		r.tr.End(end)
 		return r.res, err
 	}
-	end := struct {
-		Status        Status `json:"status"`
-		Answer        string `json:"answer,omitempty"`
-		AnswerSource  string `json:"answer_source,omitempty"`
-		Turns         int    `json:"turns"`
-		ContextTokens int    `json:"context_tokens"`
-		OutputTokens  int    `json:"output_tokens"`
-		CachedTokens  int    `json:"cached_tokens"`
-		Estimated     bool   `json:"estimated"`
-		Restarts      int    `json:"restarts"`
-		Death         string `json:"death,omitempty"`
-		WallMS        int64  `json:"wall_ms"`
-		SetupMS       int64  `json:"setup_ms"`
-		ModelMS       int64  `json:"model_ms"`
-		WaitedMS      int64  `json:"waited_ms"`
-		Retries       int    `json:"retries"`
-		Discarded     int    `json:"discarded_calls,omitempty"`
-		Error         string `json:"error,omitempty"`
-	}{r.res.Status, r.res.Answer, r.res.AnswerSource, r.res.Turns, r.res.Usage.PromptTokens, r.res.Usage.CompletionTokens,
-		r.res.Usage.CachedTokens, r.res.Usage.Estimated, r.res.Restarts, r.res.Death, r.res.Wall.Milliseconds(),
-		r.res.Setup.Milliseconds(), r.res.Model.Milliseconds(), r.res.Waited.Milliseconds(), r.res.Retries, r.res.Discarded, ""}
 	if r.res.Err != nil {
 		end.Error = r.res.Err.Error()
 	}
-	tr.Emit("end", end)
+	r.tr.End(end)
 	return r.res, nil
 }
 
@@ -576,46 +557,26 @@ func Condition(p session.Protocol, prefix string) string {
 	return name
 }
 
-type prefixInfo struct {
-	Name   string `json:"name"`
-	Source string `json:"source"`
-	SHA256 string `json:"sha256"` // of the cells' code
-	Cells  int    `json:"cells"`
+func prefixInfoOf(p *prefixes.Prefix) session.PrefixInfo {
+	return session.PrefixInfo{Name: p.Name, Source: p.Source, SHA256: p.Hash(), Cells: len(p.Cells)}
 }
 
-func prefixInfoOf(p *prefixes.Prefix) prefixInfo {
-	return prefixInfo{p.Name, p.Source, p.Hash(), len(p.Cells)}
-}
-
-// skillInfo identifies condition A's skill document in the trajectory.
-type skillInfo struct {
-	SHA256 string `json:"sha256"`
-	Bytes  int    `json:"bytes"`
-}
-
-func skillInfoOf(skill string) skillInfo {
+// skillInfoOf identifies condition A's skill document in the trajectory.
+func skillInfoOf(skill string) session.SkillInfo {
 	h := sha256.Sum256([]byte(skill))
-	return skillInfo{hex.EncodeToString(h[:]), len(skill)}
+	return session.SkillInfo{SHA256: hex.EncodeToString(h[:]), Bytes: len(skill)}
 }
 
-type budgets struct {
-	MaxTurns        int   `json:"max_turns"`
-	MaxPromptTokens int   `json:"max_prompt_tokens"`
-	MaxOutputTokens int   `json:"max_output_tokens,omitempty"`
-	CellTimeoutMS   int64 `json:"cell_timeout_ms"`
-	OutputBudget    int   `json:"output_budget"`
-	MaxRestarts     int   `json:"max_restarts"`
-}
-
-func budgetsOf(c Config) budgets {
-	return budgets{c.MaxTurns, c.MaxPromptTokens, c.MaxOutputTokens, c.CellTimeout.Milliseconds(), c.OutputBudget, c.MaxRestarts}
+func budgetsOf(c Config) session.Budgets {
+	return session.Budgets{MaxTurns: c.MaxTurns, MaxPromptTokens: c.MaxPromptTokens, MaxOutputTokens: c.MaxOutputTokens,
+		CellTimeoutMS: c.CellTimeout.Milliseconds(), OutputBudget: c.OutputBudget, MaxRestarts: c.MaxRestarts}
 }
 
 type runner struct {
 	s       *Session
 	model   llm.Model
 	cfg     Config
-	tr      *Trajectory
+	tr      *session.TrajectoryWriter
 	obs     Observer
 	res     *Result
 	in      session.Input
@@ -654,7 +615,7 @@ func (r *runner) progress(running string) {
 // send makes one model call within the budgets; ok is false when the run
 // ended (its status is set). ev is the call's event, for the caller to
 // write; nil when no call was made.
-func (r *runner) send(ctx context.Context) (reply llm.Reply, ok bool, ev *callEvent, err error) {
+func (r *runner) send(ctx context.Context) (reply llm.Reply, ok bool, ev *session.CallEvent, err error) {
 	if r.res.Turns >= r.cfg.MaxTurns {
 		r.res.Status = MaxTurns
 		return reply, false, nil, nil
@@ -701,7 +662,7 @@ func (r *runner) send(ctx context.Context) (reply llm.Reply, ok bool, ev *callEv
 	if cerr != nil {
 		return reply, false, nil, cerr
 	}
-	ev = &callEvent{Turn: r.res.Turns, Messages: len(req.Messages), RequestTokens: estimate,
+	ev = &session.CallEvent{Turn: r.res.Turns, Messages: len(req.Messages), RequestTokens: estimate,
 		LatencyMS: reply.Latency.Milliseconds(), Attempts: reply.Attempts, WaitedMS: reply.Waited.Milliseconds()}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -720,20 +681,6 @@ func (r *runner) send(ctx context.Context) (reply llm.Reply, ok bool, ev *callEv
 	ev.Usage = reply.Usage
 	ev.FinishReason, ev.Content, ev.ToolCalls = reply.FinishReason, reply.Content, reply.ToolCalls
 	return reply, true, ev, nil
-}
-
-type callEvent struct {
-	Turn          int                `json:"turn"`
-	Messages      int                `json:"request_messages"`
-	RequestTokens int                `json:"request_tokens_estimate"`
-	Usage         llm.Usage          `json:"usage"`
-	LatencyMS     int64              `json:"latency_ms"`
-	Attempts      int                `json:"attempts,omitempty"`
-	WaitedMS      int64              `json:"waited_ms,omitempty"`
-	FinishReason  string             `json:"finish_reason,omitempty"`
-	Content       string             `json:"content,omitempty"`
-	ToolCalls     []session.ToolCall `json:"tool_calls,omitempty"`
-	Error         string             `json:"error,omitempty"`
 }
 
 // maxSameReplies is how many identical replies in a row end a loop: a
@@ -918,11 +865,7 @@ func (r *runner) restart(ctx context.Context, c session.Cell, cause error) (bool
 	if err == nil && r.s.Prefix != nil {
 		_, err = prefixes.Build(ctx, r.s.Kernel, r.s.Prefix, r.execOptions())
 	}
-	r.tr.Emit("restart", struct {
-		Restarts int    `json:"restarts"`
-		Cause    string `json:"cause"`
-		Error    string `json:"error,omitempty"`
-	}{r.res.Restarts, cause.Error(), errString(err)})
+	r.tr.Restart(session.RestartEvent{Restarts: r.res.Restarts, Cause: cause.Error(), Error: errString(err)})
 	if err != nil {
 		if ctx.Err() != nil {
 			return true, ctx.Err()
@@ -996,42 +939,15 @@ func (r *runner) addCell(c session.Cell, repeatOf int, sh *kernel.ShellResult) {
 	if sh != nil {
 		exit, signal, timedOut = &sh.ExitCode, sh.Signal, sh.TimedOut
 	}
-	r.tr.Emit("cell", struct {
-		Turn         int             `json:"turn"`
-		Count        int             `json:"count,omitempty"`
-		Tool         string          `json:"tool,omitempty"`      // cli: the tool called
-		Arguments    string          `json:"arguments,omitempty"` // cli: its arguments, as they came
-		Code         string          `json:"code"`
-		Reply        string          `json:"reply,omitempty"`
-		Notes        []string        `json:"notes,omitempty"`
-		After        []string        `json:"after,omitempty"`
-		RepeatOf     int             `json:"repeat_of,omitempty"`
-		Status       kernel.Status   `json:"status,omitempty"`
-		ExitCode     *int            `json:"exit_code,omitempty"` // bash: the command's exit status
-		Signal       string          `json:"signal,omitempty"`
-		TimedOut     bool            `json:"timed_out,omitempty"`
-		Output       string          `json:"output"`
-		DroppedBytes int64           `json:"dropped_bytes,omitempty"`
-		ElapsedMS    int64           `json:"elapsed_ms"`
-		Answer       json.RawMessage `json:"answer,omitempty"`
-		// The kernel's own result beside the text the model read, uncut
-		// (within the kernel's output cap), for ctxcode notebook.
-		Stdout string            `json:"stdout,omitempty"`
-		Stderr string            `json:"stderr,omitempty"`
-		Value  string            `json:"value,omitempty"`
-		Error  *kernel.ErrorInfo `json:"error,omitempty"`
-	}{r.res.Turns, c.Result.Count, tool, args, c.Code, c.Reply, c.Notes, c.After, repeatOf, c.Result.Status,
-		exit, signal, timedOut, output, c.Result.DroppedBytes, c.Result.ElapsedMS, c.Result.Answer,
-		c.Result.Stdout, c.Result.Stderr, c.Result.Value, c.Result.Error})
+	r.tr.Cell(session.CellEvent{Turn: r.res.Turns, Count: c.Result.Count, Tool: tool, Arguments: args, Code: c.Code, Reply: c.Reply,
+		Notes: c.Notes, After: c.After, RepeatOf: repeatOf, Status: c.Result.Status, ExitCode: exit, Signal: signal, TimedOut: timedOut,
+		Output: output, DroppedBytes: c.Result.DroppedBytes, ElapsedMS: c.Result.ElapsedMS, Answer: c.Result.Answer,
+		Stdout: c.Result.Stdout, Stderr: c.Result.Stderr, Value: c.Result.Value, Error: c.Result.Error})
 }
 
 func (r *runner) answer(value, source string) {
 	r.res.Status, r.res.Answer, r.res.AnswerSource = Answered, value, source
-	r.tr.Emit("answer", struct {
-		Value   string `json:"value"`
-		Source  string `json:"source"`
-		Literal bool   `json:"literal,omitempty"`
-	}{value, source, r.res.Literal})
+	r.tr.Answer(session.AnswerEvent{Value: value, Source: source, Literal: r.res.Literal})
 }
 
 // finishText ends a run on a message without code: an answer in text, or

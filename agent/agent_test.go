@@ -78,6 +78,11 @@ func run(t *testing.T, s *agent.Session, m llm.Model, cfg agent.Config, question
 	res, err := agent.Run(context.Background(), s, m, cfg, agent.Info{Model: m.Name(), Question: question}, tr, nil)
 	require.NoError(t, err)
 	require.NoError(t, tr.Err())
+	// Every event reads through the schema's reader, whole.
+	l, err := session.ReadTrajectory(strings.NewReader(buf.String()))
+	require.NoError(t, err)
+	assert.Empty(t, l.Skipped, "every field the agent writes is in the schema")
+	assert.Zero(t, l.Torn)
 	out := runOut{res: res, raw: buf.String()}
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		ev := map[string]any{}

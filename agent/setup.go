@@ -144,22 +144,13 @@ func (r *runner) differs(cached, live []session.Cell) string {
 // results, so that a trajectory alone shows the session as the model met
 // it (ctxcode notebook), and what became of the cached cells.
 func (r *runner) emitPrefix() {
-	type prefixCell struct {
-		Code string `json:"code"`
-		kernel.Result
-	}
 	cells := r.s.Cells
-	results := make([]prefixCell, len(cells))
+	results := make([]session.PrefixCell, len(cells))
 	for i, c := range cells {
-		results[i] = prefixCell{c.Code, c.Result}
+		results[i] = session.PrefixCell{Code: c.Code, Result: c.Result}
 	}
-	r.tr.Emit("prefix", struct {
-		Cells   int          `json:"cells"`
-		SetupMS int64        `json:"setup_ms"`
-		Cached  CacheUse     `json:"cached,omitempty"`
-		Stale   string       `json:"stale,omitempty"`
-		Results []prefixCell `json:"results"`
-	}{len(cells), r.res.Setup.Milliseconds(), r.res.Cache, r.staleWhy, results})
+	r.tr.Prefix(session.PrefixEvent{Cells: len(cells), SetupMS: r.res.Setup.Milliseconds(), Cached: string(r.res.Cache),
+		Stale: r.staleWhy, Results: results})
 }
 
 // call makes one model call within the budgets (send); ok is false when
@@ -172,7 +163,7 @@ func (r *runner) call(ctx context.Context) (llm.Reply, bool, error) {
 	if err == nil && r.setup != nil {
 		if err := r.settle(ctx); err != nil {
 			if ev != nil {
-				r.tr.Emit("call", *ev) // it was made, and is in the cost
+				r.tr.Call(*ev) // it was made, and is in the cost
 			}
 			return reply, false, err
 		}
@@ -182,7 +173,7 @@ func (r *runner) call(ctx context.Context) (llm.Reply, bool, error) {
 		}
 	}
 	if ev != nil {
-		r.tr.Emit("call", *ev)
+		r.tr.Call(*ev)
 	}
 	return reply, ok, err
 }
@@ -190,7 +181,7 @@ func (r *runner) call(ctx context.Context) (llm.Reply, bool, error) {
 // discard forgets the outcome of the first call, made over stale cached
 // cells (ev nil when a budget stopped it before it was sent), and counts
 // what it cost.
-func (r *runner) discard(ev *callEvent) {
+func (r *runner) discard(ev *session.CallEvent) {
 	r.res.Status, r.res.Err = "", nil
 	r.lastPrompt, r.lastEstimate = 0, 0
 	if ev == nil {
@@ -199,8 +190,5 @@ func (r *runner) discard(ev *callEvent) {
 	r.res.Turns--
 	r.res.Discarded++
 	r.res.DiscardedUsage.Add(ev.Usage)
-	r.tr.Emit("discarded", struct {
-		callEvent
-		Reason string `json:"reason"`
-	}{*ev, r.staleWhy + ": the reply was sent over the cached outputs, so it is discarded unread and the request is sent again over the live ones"})
+	r.tr.Discarded(session.DiscardedEvent{CallEvent: *ev, Reason: r.staleWhy + ": the reply was sent over the cached outputs, so it is discarded unread and the request is sent again over the live ones"})
 }

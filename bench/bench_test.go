@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -403,19 +404,21 @@ func execute(t *testing.T, ctx context.Context, r *Run, l *Log) (*Outcome, error
 	return r.Execute(ctx, l)
 }
 
-// requireTrajectory checks that the trial's trajectory is whole: JSON
-// lines that end with the grade of its task.
+// requireTrajectory checks that the trial's trajectory is whole: it reads
+// through the schema's reader with nothing skipped, and ends with the
+// grade of its task.
 func requireTrajectory(t *testing.T, dir string, tr Trial) {
 	t.Helper()
 	require.Equal(t, TrajectoryPath(tr.Key, tr.Attempt), tr.Trajectory)
 	b, err := os.ReadFile(filepath.Join(dir, tr.Trajectory))
 	require.NoError(t, err, "the trajectory of %s", tr.Key)
-	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	require.NotEmpty(t, lines)
-	for i, line := range lines {
-		require.True(t, json.Valid([]byte(line)), "%s line %d is not JSON: %s", tr.Trajectory, i+1, line)
-	}
-	assert.Contains(t, lines[len(lines)-1], tr.Task, "the last event of %s is the grade of its task", tr.Trajectory)
+	l, err := session.ReadTrajectory(bytes.NewReader(b))
+	require.NoError(t, err, "the trajectory of %s", tr.Key)
+	assert.Empty(t, l.Skipped, tr.Trajectory)
+	assert.Zero(t, l.Torn, tr.Trajectory)
+	last := l.Events[len(l.Events)-1]
+	require.NotNil(t, last.Grade, "the last event of %s is the grade of its task", tr.Trajectory)
+	assert.Equal(t, tr.Task, last.Grade.Task, tr.Trajectory)
 }
 
 // requireNoPartial checks that no trajectory is left half written.

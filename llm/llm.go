@@ -125,26 +125,9 @@ type Reply struct {
 	RequestTokens int
 }
 
-// Usage is the token count of one or more calls.
-// Its JSON form uses the provider's field names.
-type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`     // all prompt tokens, the cached ones included
-	CompletionTokens int `json:"completion_tokens"` // all output tokens, the reasoning ones included
-	CachedTokens     int `json:"cached_tokens"`     // prompt tokens served from the provider's cache
-	ReasoningTokens  int `json:"reasoning_tokens"`  // output tokens spent on hidden reasoning
-	// Estimated says the counts came from the tokenizer because the
-	// provider reported none.
-	Estimated bool `json:"estimated"`
-}
-
-// Add adds v's counts to u; the sum is Estimated if either part is.
-func (u *Usage) Add(v Usage) {
-	u.PromptTokens += v.PromptTokens
-	u.CompletionTokens += v.CompletionTokens
-	u.CachedTokens += v.CachedTokens
-	u.ReasoningTokens += v.ReasoningTokens
-	u.Estimated = u.Estimated || v.Estimated
-}
+// Usage is the token count of one or more calls (session.Usage: the
+// trajectory's call events record it).
+type Usage = session.Usage
 
 // ErrContextLength matches (with errors.Is) the error of a request longer
 // than the model's context window. It is never retried: the caller must

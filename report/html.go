@@ -43,9 +43,14 @@ package report
 //     code as it ran, or condition A's bash command or read arguments; the
 //     output as the model read it, with the harness's "[ctxcode: ...]"
 //     notes marked), restarts (each after the cell whose code killed the
-//     kernel), the answer and its source, the end and the grade. A trajectory that is missing, unreadable, outside the run
-//     directory (Run.ReadTrajectory) or has lines that are not JSON is said
-//     so in a line; the page is still written.
+//     kernel), the answer and its source, the end and the grade. The
+//     trajectory is read with session.ReadTrajectory: what it passed over
+//     (an unknown field or event kind, a last line cut short) is said in
+//     a line each after the events; a line that is not an event shows
+//     the events before it and the reader's error, naming the line; a
+//     trajectory that is missing, unreadable or outside the run directory
+//     (Run.ReadTrajectory) is said so in a line. The page is still
+//     written.
 //
 // The numbers are the Report's: nothing here computes a statistic. The
 // helpers only format, lay out the chart, and read trajectories.
@@ -53,6 +58,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
@@ -64,6 +70,7 @@ import (
 	"strings"
 
 	"github.com/ctxcode/ctxcode/bench"
+	"github.com/ctxcode/ctxcode/session"
 )
 
 // HTML writes rep as one self-contained page; runs are the run directories
@@ -156,7 +163,7 @@ type htmlStep struct {
 	Setup   *htmlSetup
 	Turn    *htmlTurn
 	Cell    *htmlCell
-	Restart *htmlEvent
+	Restart *session.RestartEvent
 	Outcome *htmlOutcome
 	Note    string
 }
@@ -164,7 +171,9 @@ type htmlStep struct {
 // htmlOutcome is how a run ended: its answer, end and grade events, shown
 // together.
 type htmlOutcome struct {
-	Answer, End, Grade *htmlEvent
+	Answer *session.AnswerEvent
+	End    *session.EndEvent
+	Grade  *session.GradeEvent
 }
 
 type htmlSetup struct {
@@ -172,18 +181,17 @@ type htmlSetup struct {
 	Prefix, PrefixSource                 string
 	PrefixCells, SkillBytes              int
 	HasSkill                             bool
-	Built                                *htmlEvent // the prefix event
+	Built                                *session.PrefixEvent
 }
 
 type htmlTurn struct {
-	*htmlEvent
-	Message   string // the model's words, shown
-	Written   string // the message as written, when the harness changed it (folded)
-	ToolCalls []htmlToolCall
+	*session.CallEvent
+	Message   string             // the model's words, shown
+	Written   string             // the message as written, when the harness changed it (folded)
+	ToolCalls []session.ToolCall // the calls no cell served
 }
 
 type htmlCell struct {
-	*htmlEvent
 	Label, In string
 	Out       []htmlSeg
 	Class     string
@@ -193,86 +201,6 @@ type htmlCell struct {
 type htmlSeg struct {
 	Text string
 	Note bool
-}
-
-type htmlToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-// htmlEvent is a line of a trajectory, every event type's fields in one
-// struct (see agent/trajectory.go and the tr.Emit calls of agent/agent.go).
-type htmlEvent struct {
-	Type string `json:"type"`
-	// run
-	Model     string `json:"model"`
-	Task      string `json:"task"`
-	Question  string `json:"question"`
-	Condition string `json:"condition"`
-	Protocol  string `json:"protocol"`
-	Prefix    *struct {
-		Name   string `json:"name"`
-		Source string `json:"source"`
-		Cells  int    `json:"cells"`
-	} `json:"prefix"`
-	Skill *struct {
-		Bytes int `json:"bytes"`
-	} `json:"skill"`
-	// prefix
-	Cells   int   `json:"cells"`
-	SetupMS int64 `json:"setup_ms"`
-	// call
-	Turn     int `json:"turn"`
-	Messages int `json:"request_messages"`
-	Usage    struct {
-		Prompt    int  `json:"prompt_tokens"`
-		Output    int  `json:"completion_tokens"`
-		Cached    int  `json:"cached_tokens"`
-		Reasoning int  `json:"reasoning_tokens"`
-		Estimated bool `json:"estimated"`
-	} `json:"usage"`
-	LatencyMS    int64          `json:"latency_ms"`
-	Attempts     int            `json:"attempts"`
-	FinishReason string         `json:"finish_reason"`
-	Content      string         `json:"content"`
-	ToolCalls    []htmlToolCall `json:"tool_calls"`
-	Error        string         `json:"error"`
-	// cell
-	Count        int             `json:"count"`
-	Tool         string          `json:"tool"`
-	Arguments    string          `json:"arguments"`
-	Code         string          `json:"code"`
-	Reply        string          `json:"reply"`
-	Notes        []string        `json:"notes"`
-	After        []string        `json:"after"`
-	RepeatOf     int             `json:"repeat_of"`
-	Status       string          `json:"status"` // a cell's, or the run's at its end
-	ExitCode     *int            `json:"exit_code"`
-	Signal       string          `json:"signal"`
-	TimedOut     bool            `json:"timed_out"`
-	Output       string          `json:"output"`
-	DroppedBytes int64           `json:"dropped_bytes"`
-	ElapsedMS    int64           `json:"elapsed_ms"`
-	Answer       json.RawMessage `json:"answer"` // a cell's executed value; the end's answer (a JSON string)
-	// restart
-	Restarts int    `json:"restarts"`
-	Cause    string `json:"cause"`
-	// answer
-	Value  string `json:"value"`
-	Source string `json:"source"`
-	// end
-	AnswerSource  string `json:"answer_source"`
-	Turns         int    `json:"turns"`
-	ContextTokens int    `json:"context_tokens"`
-	OutputTokens  int    `json:"output_tokens"`
-	CachedTokens  int    `json:"cached_tokens"`
-	WallMS        int64  `json:"wall_ms"`
-	// grade
-	Verdict string          `json:"verdict"`
-	Correct bool            `json:"correct"`
-	Reason  string          `json:"reason"`
-	Gold    json.RawMessage `json:"gold"`
 }
 
 func newHTMLPage(rep *Report, runs []*Run, runLink string) *htmlPage {
@@ -481,88 +409,77 @@ func readTranscript(r *Run, t bench.Trial) (steps []htmlStep, missing string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	var events []*htmlEvent
-	var bad []int
-	for i, line := range bytes.Split(b, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		e := &htmlEvent{}
-		if err := json.Unmarshal(line, e); err != nil || e.Type == "" {
-			if !(cut && i == bytes.Count(b, []byte("\n"))) { // the line the cap cut
-				bad = append(bad, i+1)
-			}
-			continue
-		}
-		events = append(events, e)
+	l, err := session.ReadTrajectory(bytes.NewReader(b))
+	if l == nil { // not a *session.TrajectoryError: reading bytes does not fail otherwise
+		return nil, fmt.Sprintf("the trajectory %s could not be read: %v", rel, err)
 	}
-	steps = transcriptSteps(events)
-	if len(bad) > 0 {
-		steps = append(steps, htmlStep{Note: fmt.Sprintf("%s: %s, left out", rel, linesText(bad))})
+	steps = transcriptSteps(l.Events)
+	for _, sk := range l.Skipped {
+		steps = append(steps, htmlStep{Note: fmt.Sprintf("%s: %s", rel, sk)})
+	}
+	if err != nil && len(l.Events) > 0 {
+		steps = append(steps, htmlStep{Note: fmt.Sprintf("%s: %v; it is not read past that line", rel, err)})
+	}
+	if l.Torn > 0 && !cut {
+		steps = append(steps, htmlStep{Note: fmt.Sprintf("%s: line %d is cut short (the run was stopped while it wrote it), left out", rel, l.Torn)})
 	}
 	if cut {
 		steps = append(steps, htmlStep{Note: fmt.Sprintf("%s is larger than %d MB: only its beginning is shown", rel, MaxTrajectoryBytes>>20)})
 	}
-	if len(events) == 0 && len(bad) == 0 {
-		return nil, fmt.Sprintf("the trajectory %s is empty", rel)
+	if err != nil && len(l.Events) == 0 {
+		var te *session.TrajectoryError
+		if errors.As(err, &te) && te.Line == 0 {
+			return nil, fmt.Sprintf("the trajectory %s is empty", rel)
+		}
+		return nil, fmt.Sprintf("the trajectory %s: %v", rel, err)
 	}
 	return steps, ""
 }
 
-func linesText(ns []int) string {
-	var s []string
-	for _, n := range ns {
-		s = append(s, strconv.Itoa(n))
-	}
-	if len(ns) == 1 {
-		return "line " + s[0] + " is not a JSON event"
-	}
-	return "lines " + strings.Join(s, ", ") + " are not JSON events"
-}
-
 // transcriptSteps lays events out as the page shows them.
-func transcriptSteps(events []*htmlEvent) []htmlStep {
+func transcriptSteps(events []session.Event) []htmlStep {
 	var steps []htmlStep
 	var setup *htmlSetup
-	events = restartsAfterCells(events, func(e *htmlEvent) bool { return e.Type == "restart" },
-		func(e *htmlEvent) bool { return e.Type == "cell" })
+	events = restartsAfterCells(events, func(e session.Event) bool { return e.Restart != nil },
+		func(e session.Event) bool { return e.Cell != nil })
 	for i, e := range events {
-		switch e.Type {
-		case "run":
-			setup = &htmlSetup{Question: e.Question, Condition: e.Condition, Protocol: e.Protocol, Model: e.Model}
-			if e.Prefix != nil {
-				setup.Prefix, setup.PrefixSource, setup.PrefixCells = e.Prefix.Name, e.Prefix.Source, e.Prefix.Cells
+		switch {
+		case e.Run != nil:
+			r := e.Run
+			setup = &htmlSetup{Question: r.Question, Condition: r.Condition, Protocol: string(r.Protocol), Model: r.Model}
+			if r.Prefix != nil {
+				setup.Prefix, setup.PrefixSource, setup.PrefixCells = r.Prefix.Name, r.Prefix.Source, r.Prefix.Cells
 			}
-			if e.Skill != nil {
-				setup.HasSkill, setup.SkillBytes = true, e.Skill.Bytes
+			if r.Skill != nil {
+				setup.HasSkill, setup.SkillBytes = true, r.Skill.Bytes
 			}
 			steps = append(steps, htmlStep{Setup: setup})
-		case "prefix":
+		case e.Prefix != nil:
 			if setup != nil && setup.Built == nil {
-				setup.Built = e
+				setup.Built = e.Prefix
 			}
-		case "call":
-			steps = append(steps, htmlStep{Turn: turnOf(e, turnCells(events[i+1:]))})
-		case "cell":
-			steps = append(steps, htmlStep{Cell: cellOf(e)})
-		case "restart":
-			steps = append(steps, htmlStep{Restart: e})
-		case "answer", "end", "grade":
+		case e.Call != nil:
+			steps = append(steps, htmlStep{Turn: turnOf(e.Call, turnCells(events[i+1:]))})
+		case e.Cell != nil:
+			steps = append(steps, htmlStep{Cell: cellOf(e.Cell)})
+		case e.Restart != nil:
+			steps = append(steps, htmlStep{Restart: e.Restart})
+		case e.Answer != nil, e.End != nil, e.Grade != nil:
 			var o *htmlOutcome
 			if n := len(steps); n > 0 {
 				o = steps[n-1].Outcome
 			}
-			if o == nil || (e.Type == "answer" && o.Answer != nil) || (e.Type == "end" && o.End != nil) || o.Grade != nil {
+			if o == nil || (e.Answer != nil && o.Answer != nil) || (e.End != nil && o.End != nil) || o.Grade != nil {
 				o = &htmlOutcome{}
 				steps = append(steps, htmlStep{Outcome: o})
 			}
-			switch e.Type {
-			case "answer":
-				o.Answer = e
-			case "end":
-				o.End = e
+			switch {
+			case e.Answer != nil:
+				o.Answer = e.Answer
+			case e.End != nil:
+				o.End = e.End
 			default:
-				o.Grade = e
+				o.Grade = e.Grade
 			}
 		}
 	}
@@ -570,14 +487,14 @@ func transcriptSteps(events []*htmlEvent) []htmlStep {
 }
 
 // turnCells are the cell events of the call that precedes events.
-func turnCells(events []*htmlEvent) []*htmlEvent {
-	var cells []*htmlEvent
+func turnCells(events []session.Event) []*session.CellEvent {
+	var cells []*session.CellEvent
 	for _, e := range events {
-		if e.Type == "call" || e.Type == "run" {
+		if e.Call != nil || e.Run != nil {
 			break
 		}
-		if e.Type == "cell" {
-			cells = append(cells, e)
+		if e.Cell != nil {
+			cells = append(cells, e.Cell)
 		}
 	}
 	return cells
@@ -587,8 +504,8 @@ func turnCells(events []*htmlEvent) []*htmlEvent {
 // already (the code of bare and transcript replies), folded when the
 // harness changed them before they ran (fences, prompts removed), and its
 // tool calls when no cell served them.
-func turnOf(e *htmlEvent, cells []*htmlEvent) *htmlTurn {
-	t := &htmlTurn{htmlEvent: e}
+func turnOf(e *session.CallEvent, cells []*session.CellEvent) *htmlTurn {
+	t := &htmlTurn{CallEvent: e}
 	msg := e.Content
 	tools, ran, replied := false, false, false
 	for _, c := range cells {
@@ -615,8 +532,8 @@ func turnOf(e *htmlEvent, cells []*htmlEvent) *htmlTurn {
 // noteLine is a harness note in a cell's output (session.Note).
 var noteLine = regexp.MustCompile(`^\[ctxcode: .*\]$`)
 
-func cellOf(e *htmlEvent) *htmlCell {
-	c := &htmlCell{htmlEvent: e, In: e.Code, Class: "c-" + unsafeAnchor.ReplaceAllString(e.Status, "_")}
+func cellOf(e *session.CellEvent) *htmlCell {
+	c := &htmlCell{In: e.Code, Class: "c-" + unsafeAnchor.ReplaceAllString(string(e.Status), "_")}
 	switch {
 	case e.Tool != "" && e.Code == "": // a read, or a call the harness refused: its arguments as they came
 		c.Label, c.In = e.Tool, e.Arguments
@@ -639,7 +556,7 @@ func cellOf(e *htmlEvent) *htmlCell {
 		c.Out = append(c.Out, htmlSeg{l, note})
 	}
 	if e.Status != "" {
-		c.Meta = append(c.Meta, e.Status)
+		c.Meta = append(c.Meta, string(e.Status))
 	}
 	if e.ExitCode != nil {
 		c.Meta = append(c.Meta, fmt.Sprintf("exit %d", *e.ExitCode))
@@ -914,18 +831,6 @@ func diffHTML(iv Interval, n int) template.HTML {
 	return template.HTML(fmt.Sprintf(`%+.0f pp <span class="ci">[%s]</span>`, 100*iv.Est, bracketHTML(iv.Tasks, "%+.0f", 100*iv.Lo, 100*iv.Hi)))
 }
 
-// endAnswer is the end event's answer, a JSON string, as text.
-func endAnswer(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	if string(raw) == "null" {
-		return ""
-	}
-	return string(raw)
-}
-
 var htmlFuncs = template.FuncMap{
 	"accuracy": accuracyHTML,
 	"dist":     distHTML,
@@ -937,7 +842,6 @@ var htmlFuncs = template.FuncMap{
 	"lineY":    func(base float64, i int) float64 { return base + float64(i)*chartLineH },
 	"usd":      func(prec int, v float64) string { return fmt.Sprintf("%.*f", prec, v) },
 	"seconds":  func(ms int64) string { return fmt.Sprintf("%.2f s", float64(ms)/1000) },
-	"answer":   endAnswer,
 	"raw":      func(r json.RawMessage) string { return string(r) },
 	"join":     strings.Join,
 	"inc":      func(i int) int { return i + 1 },
@@ -1272,7 +1176,7 @@ svg.acccost text,svg.acccost .tick,svg.acccost .axis-title{font-size:14px}
 <p class="setup">condition {{.Condition}} · protocol {{.Protocol}} · model {{.Model}}{{if .Prefix}} · prefix {{.Prefix}} ({{.PrefixSource}}, {{.PrefixCells}} cells){{end}}{{if .HasSkill}} · no prefix: the skill document ({{.SkillBytes}} bytes){{end}}{{with .Built}} · set up in {{seconds .SetupMS}}{{end}}</p>
 {{- end}}
 {{- with .Turn}}
-<div class="turn">Turn {{.Turn}} <span class="meta">· {{.Usage.Prompt}} prompt + {{.Usage.Output}} output tokens{{if .Usage.Cached}} ({{.Usage.Cached}} cached){{end}}{{if .Usage.Estimated}} (estimated){{end}}{{if .FinishReason}} · {{.FinishReason}}{{end}}{{if gt .Attempts 1}} · {{.Attempts}} attempts{{end}} · {{.LatencyMS}} ms</span></div>
+<div class="turn">Turn {{.Turn}} <span class="meta">· {{.Usage.PromptTokens}} prompt + {{.Usage.CompletionTokens}} output tokens{{if .Usage.CachedTokens}} ({{.Usage.CachedTokens}} cached){{end}}{{if .Usage.Estimated}} (estimated){{end}}{{if .FinishReason}} · {{.FinishReason}}{{end}}{{if gt .Attempts 1}} · {{.Attempts}} attempts{{end}} · {{.LatencyMS}} ms</span></div>
 {{- if .Error}}<p class="restart">the call failed: {{.Error}}</p>{{end}}
 {{- if .Message}}<div class="said model"><span class="lbl">model</span><pre>{{.Message}}</pre></div>{{end}}
 {{- if .Written}}<details class="written"><summary>the message as the model wrote it (the harness changed it before it ran)</summary><pre>{{.Written}}</pre></details>{{end}}
@@ -1288,7 +1192,7 @@ svg.acccost text,svg.acccost .tick,svg.acccost .axis-title{font-size:14px}
 {{- with .Restart}}<p class="restart">⟳ the kernel restarted ({{.Restarts}}): {{.Cause}}{{if .Error}}; {{.Error}}{{end}}</p>{{end}}
 {{- with .Outcome}}<div class="result">
 {{- with .Answer}}<p><b>Answer</b> <code>{{.Value}}</code> ({{.Source}})</p>{{end}}
-{{- with .End}}<p><b>End</b>: {{.Status}} after {{turns .Turns}} · {{.ContextTokens}} context + {{.OutputTokens}} output tokens{{if .CachedTokens}} ({{.CachedTokens}} cached){{end}} · {{seconds .WallMS}}{{with answer .Answer}} · answer <code>{{.}}</code>{{end}}{{if .AnswerSource}} ({{.AnswerSource}}){{end}}</p>{{if .Error}}<p>error: {{.Error}}</p>{{end}}{{end}}
+{{- with .End}}<p><b>End</b>: {{.Status}} after {{turns .Turns}} · {{.ContextTokens}} context + {{.OutputTokens}} output tokens{{if .CachedTokens}} ({{.CachedTokens}} cached){{end}} · {{seconds .WallMS}}{{with .Answer}} · answer <code>{{.}}</code>{{end}}{{if .AnswerSource}} ({{.AnswerSource}}){{end}}</p>{{if .Error}}<p>error: {{.Error}}</p>{{end}}{{end}}
 {{- with .Grade}}<p><b>Grade</b>: <span class="v v-{{.Verdict}}">{{.Verdict}}</span>{{if .Source}} ({{.Source}}){{end}} · gold <code>{{raw .Gold}}</code>{{if .Reason}} · {{.Reason}}{{end}}</p>{{end}}
 </div>{{end}}
 {{- if .Note}}<p class="tnote">{{.Note}}</p>{{end}}

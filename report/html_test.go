@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"io/fs"
@@ -26,15 +27,16 @@ const (
 
 // The trials the fixture's copy edits.
 const (
-	htmlEvilTrial    = "reference.B.s-t4-2.r1" // the model's text above
-	htmlMissingTrial = "reference.C.s-t8-3.r2" // its trajectory deleted
-	htmlBadLineTrial = "reference.D.s-t1-1.r1" // a line that is not JSON
-	htmlRestartTrial = "reference.D.s-t4-2.r1" // a kernel restart, written before the cell that killed the kernel
-	htmlRepairTrial  = "reference.C.s-t1-1.r1" // fences the harness took out
-	htmlCLITrial     = "reference.A.s-t1-1.r1" // condition A's bash call
-	htmlInfraTrial   = "reference.B.s-t1-1.r2" // an infra failure
-	htmlFixtureTasks = 3                       // tasks of the fixture
-	htmlFixtureReps  = 2                       // and reps
+	htmlEvilTrial    = "reference.B.s-t4-2.r1"  // the model's text above
+	htmlMissingTrial = "reference.C.s-t8-3.r2"  // its trajectory deleted
+	htmlBadLineTrial = "reference.D.s-t1-1.r1"  // a line that is not JSON
+	htmlSkipTrial    = "reference.B0.s-t1-1.r1" // an event kind the reader does not know, and a torn last line
+	htmlRestartTrial = "reference.D.s-t4-2.r1"  // a kernel restart, written before the cell that killed the kernel
+	htmlRepairTrial  = "reference.C.s-t1-1.r1"  // fences the harness took out
+	htmlCLITrial     = "reference.A.s-t1-1.r1"  // condition A's bash call
+	htmlInfraTrial   = "reference.B.s-t1-1.r2"  // an infra failure
+	htmlFixtureTasks = 3                        // tasks of the fixture
+	htmlFixtureReps  = 2                        // and reps
 )
 
 // htmlFixture copies the report's fixture run (testdata/report/run) to a
@@ -69,6 +71,16 @@ func htmlFixture(t *testing.T) string {
 	lines := strings.SplitAfter(string(b), "\n")
 	lines = append(lines[:2], append([]string{"{not json\n"}, lines[2:]...)...)
 	require.NoError(t, os.WriteFile(traj(htmlBadLineTrial), []byte(strings.Join(lines, "")), 0o644))
+	editEvents(t, traj(htmlSkipTrial), func(ev map[string]any) []map[string]any {
+		if ev["type"] == "call" {
+			return []map[string]any{ev, {"type": "thought", "time": ev["time"], "text": "a kind of a later version"}}
+		}
+		return []map[string]any{ev}
+	})
+	f, err := os.OpenFile(traj(htmlSkipTrial), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"type":"end","time":"2026-`)
+	require.NoError(t, errors.Join(err, f.Close()))
 	editEvents(t, traj(htmlRestartTrial), func(ev map[string]any) []map[string]any {
 		if ev["type"] == "cell" {
 			restart := map[string]any{"type": "restart", "time": ev["time"], "restarts": 1, "cause": "the kernel died: exit status 137"}
@@ -385,7 +397,13 @@ func TestHTMLTranscripts(t *testing.T) {
 		{"restart", htmlRestartTrial, []string{"the kernel restarted (1): the kernel died: exit status 137"}, nil},
 		{"missing trajectory", htmlMissingTrial, []string{`<p class="missing">the trajectory trajectories/` + htmlMissingTrial + `.jsonl could not be read:`},
 			[]string{"Turn 1"}},
-		{"a line that is not JSON", htmlBadLineTrial, []string{"line 3 is not a JSON event, left out", "Turn 1", "<b>Grade</b>"}, nil},
+		// A line in the middle that is not an event: the events before it,
+		// and the line, as ctxcode notebook says it.
+		{"a line that is not JSON", htmlBadLineTrial, []string{"set up in", "line 3: not JSON (", "it is not read past that line"},
+			[]string{"Turn 1", "<b>Grade</b>"}},
+		{"an unknown event kind and a torn last line", htmlSkipTrial, []string{"Turn 1", "<b>Grade</b>",
+			`events of kind &#34;thought&#34;, which this version of ctxcode does not know, were skipped (line 4)`,
+			"line 9 is cut short (the run was stopped while it wrote it), left out"}, nil},
 		{"infra failure", htmlInfraTrial, []string{`<span class="v v-infra">infra</span>`, "500 Internal Server Error"}, nil},
 		{"the model's text", htmlEvilTrial, []string{`<span class="lbl">model</span><pre>&lt;/pre&gt;`}, nil},
 	}

@@ -2,12 +2,14 @@ package report
 
 // Trajectories as Jupyter notebooks (`ctxcode notebook TRAJECTORY`).
 //
-// A trajectory is the JSON-lines file agent.Trajectory writes (`ctxcode ask
-// --trajectory F`, RUNDIR/trajectories/*.jsonl): one object per line with
-// "type" and "time" first. A file holds one run or several (`ask --task
-// all` writes one after another), each from its "run" event to the next.
-// Event types this file reads: run, prefix, call, cell, restart, answer,
-// end and grade; others are skipped, so that later versions may add some.
+// A trajectory is the JSON-lines file agent.Run writes (`ctxcode ask
+// --trajectory F`, RUNDIR/trajectories/*.jsonl), in the schema of
+// session/trajectory.go, and read here only with session.ReadTrajectory.
+// A file holds one run or several, each from its "run" event to the next.
+// Events this file shows: run, prefix, call, cell, restart, answer, end
+// and grade (a discarded call is in the run's cost, not shown); what the
+// reader passed over (fields and event kinds it does not know) is listed
+// in a last Markdown cell.
 //
 // TrajectoryNotebook writes an nbformat 4.5 notebook in the layout of
 // prefixes.ExportNotebook (sorted keys, one-space indent, text as lists of
@@ -78,14 +80,12 @@ package report
 //
 // Text is split into lines as prefixes.NotebookLines does; the output
 // maps repeat, in a few lines, those prefixes/notebook.go makes from a
-// kernel.Result, which this package cannot name (it reads results from
-// JSON into its own type).
+// kernel.Result, which this package does not import (it reads results as
+// the trajectory's session.CellEvent holds them).
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -99,46 +99,41 @@ import (
 	"github.com/ctxcode/ctxcode/session"
 )
 
-// TrajectoryError is input that is not a trajectory: Line is the line (from
-// 1) where that shows, 0 when it is the file as a whole (an empty one).
-type TrajectoryError struct {
-	Line int
-	Msg  string
-}
-
-func (e *TrajectoryError) Error() string {
-	if e.Line == 0 {
-		return "not a trajectory: " + e.Msg
-	}
-	return "line " + strconv.Itoa(e.Line) + ": " + e.Msg
-}
-
-// whatTrajectory ends the messages of a file that is not a trajectory.
-const whatTrajectory = "a trajectory is the JSON-lines file that `ctxcode ask --trajectory F` and `ctxcode bench` (RUNDIR/trajectories/*.jsonl) write"
-
 // TrajectoryNotebook reads a trajectory from r and writes it as a Jupyter
 // notebook (nbformat 4.5) with the outputs the trajectory recorded; see the
-// top of this file for what each cell holds. Input that is not a trajectory
-// is a *TrajectoryError naming its line; a last line cut short (a run
-// killed while writing it) is not an error: the notebook says so.
+// top of this file for what each cell holds. It reads r with
+// session.ReadTrajectory: input that is not a trajectory is a
+// *session.TrajectoryError naming its line; a last line cut short (a run
+// killed while writing it) is not an error, and what the reader passed
+// over (fields and events this version does not know) is not either: the
+// notebook ends with a note on each.
 func TrajectoryNotebook(r io.Reader) ([]byte, error) {
-	runs, cut, err := readTrajectory(r)
+	l, err := session.ReadTrajectory(r)
 	if err != nil {
 		return nil, err
 	}
+	runs, cut := l.Runs(), l.Torn
 	b := &nbBuilder{}
 	lang := "python"
 	meta := []map[string]any{}
 	for i, run := range runs {
 		if i == 0 {
-			lang = run.language()
+			lang = language(run)
 		}
-		meta = append(meta, map[string]any{"condition": run.info.Condition, "model": run.info.Model,
-			"task": run.info.Task, "question": run.info.Question})
+		meta = append(meta, map[string]any{"condition": run.Run.Condition, "model": run.Run.Model,
+			"task": run.Run.Task, "question": run.Run.Question})
 		b.run(run, i, len(runs))
 	}
 	if cut > 0 {
 		b.markdown(fmt.Sprintf("*The trajectory ends in a line cut short (line %d): the run was stopped while it wrote it, and what that line held is lost.*", cut))
+	}
+	if len(l.Skipped) > 0 {
+		var t strings.Builder
+		t.WriteString("*Read past in the trajectory:*\n\n")
+		for _, sk := range l.Skipped {
+			t.WriteString("- " + mdText(sk) + "\n")
+		}
+		b.markdown(t.String())
 	}
 	md := map[string]any{}
 	for k, v := range nbLanguages[lang] {
@@ -176,276 +171,13 @@ var nbLanguages = map[string]map[string]any{
 	},
 }
 
-// The events, as agent.Run writes them.
-
-type runEvent struct {
-	Time      string          `json:"time"`
-	Model     string          `json:"model"`
-	BaseURL   string          `json:"base_url"`
-	Task      string          `json:"task"`
-	Data      json.RawMessage `json:"data"`
-	Question  string          `json:"question"`
-	Condition string          `json:"condition"`
-	Protocol  string          `json:"protocol"`
-	Prefix    *struct {
-		Name   string `json:"name"`
-		Source string `json:"source"`
-		SHA256 string `json:"sha256"`
-		Cells  int    `json:"cells"`
-	} `json:"prefix"`
-	Skill *struct {
-		SHA256 string `json:"sha256"`
-		Bytes  int    `json:"bytes"`
-	} `json:"skill"`
-	Budgets struct {
-		MaxTurns        int   `json:"max_turns"`
-		MaxPromptTokens int   `json:"max_prompt_tokens"`
-		MaxOutputTokens int   `json:"max_output_tokens"`
-		CellTimeoutMS   int64 `json:"cell_timeout_ms"`
-		OutputBudget    int   `json:"output_budget"`
-		MaxRestarts     int   `json:"max_restarts"`
-	} `json:"budgets"`
-}
-
-type prefixEvent struct {
-	Cells   int   `json:"cells"`
-	SetupMS int64 `json:"setup_ms"`
-	// Results are the built cells with their kernel results; older
-	// trajectories do not record them (see the top of this file).
-	Results []struct {
-		Code string `json:"code"`
-		kernelResult
-	} `json:"results"`
-}
-
-// kernelResult is a kernel result as the trajectory holds it (kernel.Result's
-// JSON names).
-type kernelResult struct {
-	Count  int             `json:"count"`
-	Status string          `json:"status"`
-	Stdout string          `json:"stdout"`
-	Stderr string          `json:"stderr"`
-	Value  string          `json:"value"`
-	Error  *kernelError    `json:"error"`
-	Answer json.RawMessage `json:"answer"`
-}
-
-type kernelError struct {
-	Name      string `json:"name"`
-	Value     string `json:"value"`
-	Traceback string `json:"traceback"`
-}
-
-func (r kernelResult) answered() bool { return len(r.Answer) > 0 && string(r.Answer) != "null" }
-
-type trajToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-type callEvent struct {
-	Turn          int `json:"turn"`
-	Messages      int `json:"request_messages"`
-	RequestTokens int `json:"request_tokens_estimate"`
-	Usage         struct {
-		PromptTokens     int  `json:"prompt_tokens"`
-		CompletionTokens int  `json:"completion_tokens"`
-		CachedTokens     int  `json:"cached_tokens"`
-		ReasoningTokens  int  `json:"reasoning_tokens"`
-		Estimated        bool `json:"estimated"`
-	} `json:"usage"`
-	LatencyMS    int64          `json:"latency_ms"`
-	Attempts     int            `json:"attempts"`
-	FinishReason string         `json:"finish_reason"`
-	Content      string         `json:"content"`
-	ToolCalls    []trajToolCall `json:"tool_calls"`
-	Error        string         `json:"error"`
-}
-
-type cellEvent struct {
-	Turn      int      `json:"turn"`
-	Tool      string   `json:"tool"`
-	Arguments string   `json:"arguments"`
-	Code      string   `json:"code"`
-	Reply     string   `json:"reply"`
-	Notes     []string `json:"notes"`
-	After     []string `json:"after"`
-	RepeatOf  int      `json:"repeat_of"`
-	ExitCode  *int     `json:"exit_code"`
-	Output    string   `json:"output"`
-	Dropped   int64    `json:"dropped_bytes"`
-	kernelResult
-	// recorded says the event holds the kernel's own stdout, stderr,
-	// value or error, beside the text the model read.
-	recorded bool
-}
-
-type restartEvent struct {
-	Restarts int    `json:"restarts"`
-	Cause    string `json:"cause"`
-	Error    string `json:"error"`
-}
-
-type answerEvent struct {
-	Value  string `json:"value"`
-	Source string `json:"source"`
-}
-
-type endEvent struct {
-	Status        string `json:"status"`
-	Answer        string `json:"answer"`
-	AnswerSource  string `json:"answer_source"`
-	Turns         int    `json:"turns"`
-	ContextTokens int    `json:"context_tokens"`
-	OutputTokens  int    `json:"output_tokens"`
-	CachedTokens  int    `json:"cached_tokens"`
-	Estimated     bool   `json:"estimated"`
-	Restarts      int    `json:"restarts"`
-	WallMS        int64  `json:"wall_ms"`
-	SetupMS       int64  `json:"setup_ms"`
-	ModelMS       int64  `json:"model_ms"`
-	Error         string `json:"error"`
-}
-
-type gradeEvent struct {
-	Task     string          `json:"task"`
-	Verdict  string          `json:"verdict"`
-	Correct  bool            `json:"correct"`
-	Accurate bool            `json:"accurate"`
-	Source   string          `json:"source"`
-	Reason   string          `json:"reason"`
-	Gold     json.RawMessage `json:"gold"`
-}
-
-// runLog is one run of a trajectory: its events in order.
-type runLog struct {
-	info   runEvent
-	prefix *prefixEvent
-	steps  []any // *callEvent, *cellEvent, *restartEvent, in order
-	answer *answerEvent
-	end    *endEvent
-	grade  *gradeEvent
-}
-
-// language is the language of the run's cells: its prefix's (by its file
+// language is the language of run r's cells: its prefix's (by its file
 // extension), python without one.
-func (r *runLog) language() string {
-	if r.info.Prefix != nil && strings.EqualFold(filepath.Ext(r.info.Prefix.Source), ".go") {
+func language(r *session.TrajectoryRun) string {
+	if r.Run.Prefix != nil && strings.EqualFold(filepath.Ext(r.Run.Prefix.Source), ".go") {
 		return "go"
 	}
 	return "python"
-}
-
-// readTrajectory reads the runs of a trajectory; cut is the line number of
-// a last line cut short, 0 when there is none.
-func readTrajectory(r io.Reader) (runs []*runLog, cut int, err error) {
-	br := bufio.NewReader(r)
-	for n := 1; ; n++ {
-		line, rerr := br.ReadBytes('\n')
-		if rerr != nil && !errors.Is(rerr, io.EOF) {
-			return nil, 0, fmt.Errorf("read the trajectory: %w", rerr)
-		}
-		last := rerr != nil
-		if text := bytes.TrimSpace(line); len(text) > 0 {
-			if err := readEvent(&runs, n, text); err != nil {
-				if last && len(runs) > 0 && !json.Valid(text) {
-					return runs, n, nil // cut short by a kill: what came before stands
-				}
-				return nil, 0, err
-			}
-		}
-		if last {
-			break
-		}
-	}
-	if len(runs) == 0 {
-		return nil, 0, &TrajectoryError{Msg: "the file is empty; " + whatTrajectory}
-	}
-	return runs, 0, nil
-}
-
-// readEvent adds the event on line n to runs.
-func readEvent(runs *[]*runLog, n int, text []byte) error {
-	fail := func(format string, args ...any) error {
-		return &TrajectoryError{Line: n, Msg: fmt.Sprintf(format, args...)}
-	}
-	var head struct {
-		Type *string `json:"type"`
-	}
-	if err := json.Unmarshal(text, &head); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field == "" {
-			return fail("not a JSON object; %s", whatTrajectory)
-		}
-		if errors.As(err, &te) {
-			return fail("the event's type is not a string; %s", whatTrajectory)
-		}
-		return fail("not JSON (%v); %s", err, whatTrajectory)
-	}
-	if head.Type == nil || *head.Type == "" {
-		return fail("a JSON object without a \"type\", so not a trajectory event; %s", whatTrajectory)
-	}
-	typ := *head.Type
-	if typ != "run" && len(*runs) == 0 {
-		return fail("the first event is %q; a trajectory starts with a \"run\" event (%s)", typ, whatTrajectory)
-	}
-	decode := func(v any) error {
-		if err := json.Unmarshal(text, v); err != nil {
-			return fail("a %s event that does not read: %v", typ, err)
-		}
-		return nil
-	}
-	var cur *runLog
-	if len(*runs) > 0 {
-		cur = (*runs)[len(*runs)-1]
-	}
-	switch typ {
-	case "run":
-		r := &runLog{}
-		if err := decode(&r.info); err != nil {
-			return err
-		}
-		*runs = append(*runs, r)
-	case "prefix":
-		cur.prefix = &prefixEvent{}
-		return decode(cur.prefix)
-	case "call":
-		c := &callEvent{}
-		if err := decode(c); err != nil {
-			return err
-		}
-		cur.steps = append(cur.steps, c)
-	case "cell":
-		c := &cellEvent{}
-		if err := decode(c); err != nil {
-			return err
-		}
-		var has map[string]json.RawMessage
-		_ = json.Unmarshal(text, &has) // it decoded above
-		for _, k := range []string{"stdout", "stderr", "value", "error"} {
-			if _, ok := has[k]; ok {
-				c.recorded = true
-			}
-		}
-		cur.steps = append(cur.steps, c)
-	case "restart":
-		e := &restartEvent{}
-		if err := decode(e); err != nil {
-			return err
-		}
-		cur.steps = append(cur.steps, e)
-	case "answer":
-		cur.answer = &answerEvent{}
-		return decode(cur.answer)
-	case "end":
-		cur.end = &endEvent{}
-		return decode(cur.end)
-	case "grade":
-		cur.grade = &gradeEvent{}
-		return decode(cur.grade)
-	}
-	return nil
 }
 
 // restartsAfterCells is steps with each restart moved after the cell that
@@ -486,23 +218,23 @@ func (b *nbBuilder) code(src string, count int, outputs []map[string]any) {
 }
 
 // run writes run i of n.
-func (b *nbBuilder) run(r *runLog, i, n int) {
+func (b *nbBuilder) run(r *session.TrajectoryRun, i, n int) {
 	b.markdown(runHeader(r, i, n))
 	b.prefix(r)
-	var call *callEvent
-	var steps []any // the call's cells and restarts, in order
+	var call *session.CallEvent
+	var steps []session.Event // the call's cells and restarts, in order
 	flush := func() {
 		if call != nil {
 			b.turn(r, call, steps)
 		}
 		call, steps = nil, nil
 	}
-	isRestart := func(s any) bool { _, ok := s.(*restartEvent); return ok }
-	isCell := func(s any) bool { _, ok := s.(*cellEvent); return ok }
-	for _, s := range restartsAfterCells(r.steps, isRestart, isCell) {
-		if c, ok := s.(*callEvent); ok {
+	isRestart := func(s session.Event) bool { return s.Restart != nil }
+	isCell := func(s session.Event) bool { return s.Cell != nil }
+	for _, s := range restartsAfterCells(r.Steps, isRestart, isCell) {
+		if s.Call != nil {
 			flush()
-			call = c
+			call = s.Call
 			continue
 		}
 		if call == nil { // before any call: written as it comes
@@ -516,8 +248,8 @@ func (b *nbBuilder) run(r *runLog, i, n int) {
 }
 
 // runHeader is the run's first cell.
-func runHeader(r *runLog, i, n int) string {
-	in := r.info
+func runHeader(r *session.TrajectoryRun, i, n int) string {
+	in := r.Run
 	var h strings.Builder
 	title := "Condition " + in.Condition
 	if n > 1 {
@@ -537,7 +269,7 @@ func runHeader(r *runLog, i, n int) string {
 		model += " at " + mdCode(in.BaseURL)
 	}
 	item("model", model)
-	item("condition", fmt.Sprintf("%s (protocol %s)", mdText(in.Condition), mdText(in.Protocol)))
+	item("condition", fmt.Sprintf("%s (protocol %s)", mdText(in.Condition), mdText(string(in.Protocol))))
 	if in.Task != "" {
 		item("task", mdCode(in.Task))
 	}
@@ -559,14 +291,14 @@ func runHeader(r *runLog, i, n int) string {
 		item("data", d)
 	}
 	item("budgets", budgetsText(r))
-	if in.Time != "" {
-		item("started", mdText(in.Time))
+	if r.Time != "" {
+		item("started", mdText(r.Time))
 	}
 	return h.String()
 }
 
-func budgetsText(r *runLog) string {
-	bu := r.info.Budgets
+func budgetsText(r *session.TrajectoryRun) string {
+	bu := r.Run.Budgets
 	parts := []string{nPlural(bu.MaxTurns, "turn"), fmt.Sprintf("%d prompt tokens", bu.MaxPromptTokens)}
 	if bu.MaxOutputTokens > 0 {
 		parts = append(parts, fmt.Sprintf("%d output tokens a call", bu.MaxOutputTokens))
@@ -586,25 +318,26 @@ func budgetsText(r *runLog) string {
 }
 
 // prefix writes the prefix's cells.
-func (b *nbBuilder) prefix(r *runLog) {
-	p := r.info.Prefix
+func (b *nbBuilder) prefix(r *session.TrajectoryRun) {
+	p := r.Run.Prefix
 	if p == nil {
 		return
 	}
 	built := ""
-	if r.prefix != nil {
+	if r.Prefix != nil {
 		// Setup is the time before the model's first message: for ask the
 		// kernel's start and the build; for a bench trial the wait for a
 		// warm kernel, which holds its start and build when none was warm.
 		built = fmt.Sprintf(", set up in %s (the time before the model's first message: the kernel's start and the build, "+
-			"or a bench trial's wait for a warm kernel, its start and build included when none was warm)", msSeconds(r.prefix.SetupMS))
+			"or a bench trial's wait for a warm kernel, its start and build included when none was warm)", msSeconds(r.Prefix.SetupMS))
 	}
 	title := "## Prefix " + mdCode(p.Name) + "\n\n"
-	if r.prefix != nil && len(r.prefix.Results) > 0 {
+	if r.Prefix != nil && len(r.Prefix.Results) > 0 {
 		b.markdown(fmt.Sprintf("%sThe session before the model's first message: the prefix's %s%s, with the outputs the kernel gave.",
-			title, nPlural(len(r.prefix.Results), "cell"), built))
-		for _, c := range r.prefix.Results {
-			b.code(c.Code, c.Count, resultOutputs(c.kernelResult))
+			title, nPlural(len(r.Prefix.Results), "cell"), built))
+		for _, c := range r.Prefix.Results {
+			b.code(c.Code, c.Count, resultOutputs(&session.CellEvent{Count: c.Count, Status: c.Status, Stdout: c.Stdout,
+				Stderr: c.Stderr, Value: c.Value, Error: c.Error, Answer: c.Answer}))
 		}
 		return
 	}
@@ -646,11 +379,11 @@ func loadPrefix(name, source, sha string) (*prefixes.Prefix, string) {
 
 // turn writes one model call, then its cells and restarts, each restart
 // after the cell whose code killed the kernel (restartsAfterCells).
-func (b *nbBuilder) turn(r *runLog, call *callEvent, steps []any) {
-	var cells []*cellEvent
+func (b *nbBuilder) turn(r *session.TrajectoryRun, call *session.CallEvent, steps []session.Event) {
+	var cells []*session.CellEvent
 	for _, s := range steps {
-		if c, ok := s.(*cellEvent); ok {
-			cells = append(cells, c)
+		if s.Cell != nil {
+			cells = append(cells, s.Cell)
 		}
 	}
 	b.markdown(turnText(r, call, cells))
@@ -659,17 +392,17 @@ func (b *nbBuilder) turn(r *runLog, call *callEvent, steps []any) {
 	}
 }
 
-func (b *nbBuilder) step(s any) {
-	switch s := s.(type) {
-	case *cellEvent:
-		b.cell(s)
-	case *restartEvent:
-		b.restart(s)
+func (b *nbBuilder) step(s session.Event) {
+	switch {
+	case s.Cell != nil:
+		b.cell(s.Cell)
+	case s.Restart != nil:
+		b.restart(s.Restart)
 	}
 }
 
 // turnText is the call's cell: its cost and the model's words outside code.
-func turnText(r *runLog, call *callEvent, cells []*cellEvent) string {
+func turnText(r *session.TrajectoryRun, call *session.CallEvent, cells []*session.CellEvent) string {
 	var t strings.Builder
 	fmt.Fprintf(&t, "## Turn %d\n\n", call.Turn)
 	if call.Error != "" {
@@ -699,7 +432,7 @@ func turnText(r *runLog, call *callEvent, cells []*cellEvent) string {
 	}
 	t.WriteString(cost + ".\n")
 
-	tools := r.info.Protocol == "eval" || r.info.Protocol == "cli"
+	tools := r.Run.Protocol == session.Eval || r.Run.Protocol == session.CLI
 	var words []string
 	changed := ""
 	switch {
@@ -788,13 +521,13 @@ func outside(msg, code string) (words string, whole bool) {
 var fenceLine = regexp.MustCompile("^[ \t]*```[ \t]*[A-Za-z0-9_+-]*[ \t]*$")
 
 // cell writes one cell and the notes on it.
-func (b *nbBuilder) cell(c *cellEvent) {
+func (b *nbBuilder) cell(c *session.CellEvent) {
 	var outs []map[string]any
 	var cutNotes []string
-	if c.recorded {
+	if c.Recorded() {
 		// The real, uncut outputs; the cut notes still say what the model
 		// read of them.
-		outs = resultOutputs(c.kernelResult)
+		outs = resultOutputs(c)
 		_, cutNotes = textOutputs(c)
 	} else {
 		outs, cutNotes = textOutputs(c)
@@ -816,8 +549,8 @@ func (b *nbBuilder) cell(c *cellEvent) {
 	}
 	notes := append([]string{}, c.Notes...)
 	notes = append(notes, cutNotes...)
-	if c.Dropped > 0 {
-		notes = append(notes, fmt.Sprintf("%d bytes of this output were dropped at the output cap before the model read it", c.Dropped))
+	if c.DroppedBytes > 0 {
+		notes = append(notes, fmt.Sprintf("%d bytes of this output were dropped at the output cap before the model read it", c.DroppedBytes))
 	}
 	notes = append(notes, c.After...)
 	if len(notes) == 0 {
@@ -835,7 +568,7 @@ func (b *nbBuilder) cell(c *cellEvent) {
 	b.markdown(t.String())
 }
 
-func (b *nbBuilder) restart(e *restartEvent) {
+func (b *nbBuilder) restart(e *session.RestartEvent) {
 	t := fmt.Sprintf("**ctxcode: the kernel died and was restarted** (restart %d of the run): %s", e.Restarts, mdText(e.Cause))
 	if e.Error != "" {
 		t += "\n\nThe session could not be rebuilt: " + mdText(e.Error)
@@ -844,13 +577,13 @@ func (b *nbBuilder) restart(e *restartEvent) {
 }
 
 // answerText is the run's last cell.
-func answerText(r *runLog) string {
+func answerText(r *session.TrajectoryRun) string {
 	var t strings.Builder
 	t.WriteString("## Answer\n\n")
-	e := r.end
+	e := r.End
 	switch {
-	case r.answer != nil:
-		fmt.Fprintf(&t, "%s, %s\n", valueText(r.answer.Value), sourceText(r.answer.Source))
+	case r.Answer != nil:
+		fmt.Fprintf(&t, "%s, %s\n", valueText(r.Answer.Value), sourceText(r.Answer.Source))
 	case e != nil && e.Answer != "":
 		fmt.Fprintf(&t, "%s, %s\n", valueText(e.Answer), sourceText(e.AnswerSource))
 	default:
@@ -875,7 +608,7 @@ func answerText(r *runLog) string {
 		cost += fmt.Sprintf("; %s (setup %s, model %s)", msSeconds(e.WallMS), msSeconds(e.SetupMS), msSeconds(e.ModelMS))
 		fmt.Fprintf(&t, "- **cost:** %s\n", cost)
 	}
-	if g := r.grade; g != nil {
+	if g := r.Grade; g != nil {
 		grade := "**" + mdText(g.Verdict) + "**"
 		switch {
 		case g.Verdict == "unexecuted" && g.Correct:
@@ -919,9 +652,9 @@ func valueText(v string) string {
 	return "\n" + mdFence(v, "json")
 }
 
-// resultOutputs are a recorded result's outputs, by the rule of
-// prefixes.ExportNotebook.
-func resultOutputs(r kernelResult) []map[string]any {
+// resultOutputs are the outputs of a cell's recorded result, by the rule
+// of prefixes.ExportNotebook.
+func resultOutputs(r *session.CellEvent) []map[string]any {
 	out := []map[string]any{}
 	for _, s := range []struct{ name, text string }{{"stdout", r.Stdout}, {"stderr", r.Stderr}} {
 		if s.text != "" {
@@ -935,7 +668,7 @@ func resultOutputs(r kernelResult) []map[string]any {
 			tb = r.Error.Name + ": " + r.Error.Value
 		}
 		out = append(out, errorOutput(r.Error.Name, r.Error.Value, tb))
-	case r.answered():
+	case r.Answered():
 		out = append(out, answerOutput("ANSWER: "+string(r.Answer)))
 	case r.Value != "":
 		out = append(out, valueOutput(r.Value, r.Count))
@@ -952,7 +685,7 @@ var exceptionLine = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.]*)(?::\s?(.*))?$
 
 // textOutputs reads the outputs back from the text the model read (see
 // the top of this file), and the notes of budget cuts in it.
-func textOutputs(c *cellEvent) (outs []map[string]any, cutNotes []string) {
+func textOutputs(c *session.CellEvent) (outs []map[string]any, cutNotes []string) {
 	body := c.Output
 	for _, n := range c.Notes {
 		body = strings.TrimPrefix(strings.TrimPrefix(body, session.Note(n)), "\n")
@@ -984,7 +717,7 @@ func textOutputs(c *cellEvent) (outs []map[string]any, cutNotes []string) {
 		return outs, cutNotes
 	}
 	switch {
-	case c.answered():
+	case c.Answered():
 		if i := lastLineStart(body, "ANSWER: "); i >= 0 {
 			printed(body[:i])
 			outs = append(outs, answerOutput(body[i:]))

@@ -675,7 +675,7 @@ func TestTrajectoryNotebookRecordedOutputs(t *testing.T) {
 }
 
 // TestTrajectoryNotebookNotATrajectory: a file that is not a trajectory is
-// a *report.TrajectoryError that names its line; a last line cut short (a
+// a *session.TrajectoryError that names its line; a last line cut short (a
 // killed run) is not an error, and the notebook says so.
 func TestTrajectoryNotebookNotATrajectory(t *testing.T) {
 	run := `{"type":"run","time":"2026-01-01T00:00:00Z","model":"m","question":"Q?","condition":"D","protocol":"bare"}` + "\n"
@@ -697,7 +697,7 @@ func TestTrajectoryNotebookNotATrajectory(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := report.TrajectoryNotebook(strings.NewReader(tc.input))
-			var te *report.TrajectoryError
+			var te *session.TrajectoryError
 			require.ErrorAs(t, err, &te)
 			assert.Equal(t, tc.line, te.Line)
 			assert.Contains(t, err.Error(), tc.want)

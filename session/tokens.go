@@ -175,3 +175,24 @@ func countRequest(r Request, tokens func(string) (int, error)) (int, error) {
 	}
 	return total, nil
 }
+
+// Usage is the token count of one or more calls.
+// Its JSON form uses the provider's field names.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`     // all prompt tokens, the cached ones included
+	CompletionTokens int `json:"completion_tokens"` // all output tokens, the reasoning ones included
+	CachedTokens     int `json:"cached_tokens"`     // prompt tokens served from the provider's cache
+	ReasoningTokens  int `json:"reasoning_tokens"`  // output tokens spent on hidden reasoning
+	// Estimated says the counts came from the tokenizer because the
+	// provider reported none.
+	Estimated bool `json:"estimated"`
+}
+
+// Add adds v's counts to u; the sum is Estimated if either part is.
+func (u *Usage) Add(v Usage) {
+	u.PromptTokens += v.PromptTokens
+	u.CompletionTokens += v.CompletionTokens
+	u.CachedTokens += v.CachedTokens
+	u.ReasoningTokens += v.ReasoningTokens
+	u.Estimated = u.Estimated || v.Estimated
+}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -162,15 +161,11 @@ func TestAskStaleCacheEntryIsDiscarded(t *testing.T) {
 	assert.Equal(t, "red", prefixOutput(reqs[0]), "sent at once over the kept output")
 	assert.Equal(t, "blu", prefixOutput(reqs[1]), "sent again over the real one")
 
-	b, err := os.ReadFile(traj)
-	require.NoError(t, err)
 	var types []string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var ev struct{ Type, Code string }
-		require.NoError(t, json.Unmarshal([]byte(line), &ev))
-		types = append(types, ev.Type)
-		if ev.Type == "cell" {
-			assert.NotContains(t, ev.Code, "stale", "the discarded reply never ran")
+	for _, e := range readTrajectory(t, traj).Events {
+		types = append(types, e.Kind)
+		if e.Cell != nil {
+			assert.NotContains(t, e.Cell.Code, "stale", "the discarded reply never ran")
 		}
 	}
 	assert.Equal(t, []string{"run", "prefix", "discarded", "call", "cell", "answer", "end"}, types)

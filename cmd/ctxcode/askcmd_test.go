@@ -50,15 +50,7 @@ func TestAskReference(t *testing.T) {
 	assert.Regexp(t, regexp.MustCompile(`^\[1 turn, \d+ context tokens, \d+ output tokens, 0 cached, [\d.]+s \(model [\d.]+s, kernel and prefix [\d.]+s\) \(estimated by the tokenizer\)\]$`), lines[2])
 
 	// The trajectory has every event, and is never overwritten without --force.
-	b, err := os.ReadFile(traj)
-	require.NoError(t, err)
-	var types []string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var ev struct{ Type string }
-		require.NoError(t, json.Unmarshal([]byte(line), &ev))
-		types = append(types, ev.Type)
-	}
-	assert.Equal(t, []string{"run", "prefix", "call", "cell", "answer", "end", "grade"}, types)
+	assert.Equal(t, []string{"run", "prefix", "call", "cell", "answer", "end", "grade"}, trajectoryEvents(t, traj))
 	got = runCLI(t, "", "ask", "--task", "s-t5-1", "--model", "reference", "--data", dir, "--sandbox", "local", "--trajectory", traj)
 	assert.Equal(t, exitUsage, got.code)
 	assert.Contains(t, got.stderr, "exists; pass --force to overwrite it")

@@ -29,6 +29,7 @@ import (
 	"github.com/ctxcode/ctxcode/datasets"
 	"github.com/ctxcode/ctxcode/llm/llmtest"
 	"github.com/ctxcode/ctxcode/sandbox"
+	"github.com/ctxcode/ctxcode/session"
 )
 
 // The faults `ctxcode bench` must survive, each a test: a run that ends,
@@ -722,20 +723,30 @@ func keyCounts(trials []bench.Trial) map[bench.Key]int {
 	return n
 }
 
-// trajectoryEvents are the types of a trajectory's events, each line
-// valid JSON.
+// trajectoryEvents are the kinds of a trajectory's events, read through
+// the schema's reader, whole.
 func trajectoryEvents(t *testing.T, path string) []string {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var types []string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var ev struct{ Type string }
-		require.NoError(t, json.Unmarshal([]byte(line), &ev), "%s: %s", path, line)
-		types = append(types, ev.Type)
+	var kinds []string
+	for _, e := range readTrajectory(t, path).Events {
+		kinds = append(kinds, e.Kind)
 	}
-	require.NotEmpty(t, types, path)
-	return types
+	require.NotEmpty(t, kinds, path)
+	return kinds
+}
+
+// readTrajectory reads the trajectory at path through the schema's
+// reader: no error, nothing skipped, no torn line.
+func readTrajectory(t *testing.T, path string) *session.TrajectoryLog {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	l, err := session.ReadTrajectory(f)
+	require.NoError(t, err, path)
+	assert.Empty(t, l.Skipped, path)
+	assert.Zero(t, l.Torn, path)
+	return l
 }
 
 // assertNoPartials checks that no trajectory was left half-written.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	reports "github.com/ctxcode/ctxcode/report"
+	"github.com/ctxcode/ctxcode/session"
 )
 
 const notebookUsage = `Usage:
@@ -93,7 +94,7 @@ func runNotebook(_ context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("notebook: cannot read the trajectory %s: %v", o.trajectory, unwrapPath(err))
 	}
 	nb, err := reports.TrajectoryNotebook(bytes.NewReader(src))
-	var te *reports.TrajectoryError
+	var te *session.TrajectoryError
 	if errors.As(err, &te) {
 		return usagef("notebook: %s: %v", o.trajectory, err)
 	}
