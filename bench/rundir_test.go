@@ -730,7 +730,7 @@ func TestSummarize(t *testing.T) {
 		"the graded trials, in the lines' order")
 
 	a := rows[2]
-	assert.Equal(t, Row{Model: "m2", Condition: "A", Trials: 1, Infra: 1}, a, "only infra: nothing graded, no means")
+	assert.Equal(t, Row{Model: "m2", Condition: "A", Counts: Counts{Trials: 1, Infra: 1}}, a, "only infra: nothing graded, no means")
 	assert.Len(t, Summarize(spec, nil), 4)
 	assert.Empty(t, Summarize(Spec{}, final))
 	assert.Equal(t, Row{}, Sum(nil))

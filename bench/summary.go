@@ -14,12 +14,7 @@ import "github.com/ctxcode/ctxcode/agent"
 type Row struct {
 	Model     string `json:"model"`
 	Condition string `json:"condition"`
-	// Trials is the number of keys with a line; Infra of them ended in an
-	// infra failure (their last line), Graded = Trials - Infra.
-	Trials  int `json:"trials"`
-	Infra   int `json:"infra"`
-	Graded  int `json:"graded"`
-	Correct int `json:"correct"`
+	Counts
 	// Accuracy is Correct / Graded; 0 when nothing was graded.
 	Accuracy float64 `json:"accuracy"`
 	Sources
@@ -42,6 +37,18 @@ type Row struct {
 	// counts and means are over, and what a report draws its intervals
 	// and medians from.
 	Results []Trial `json:"-"`
+}
+
+// Counts are the trials of a Row. In JSON its fields stand in the Row's
+// (and in the report's row, which shows them as they are).
+type Counts struct {
+	// Trials is the number of keys with a line; Infra of them ended in an
+	// infra failure (their last line), Graded = Trials - Infra of them
+	// have a model result, Correct of those count in accuracy.
+	Trials  int `json:"trials"`
+	Infra   int `json:"infra"`
+	Graded  int `json:"graded"`
+	Correct int `json:"correct"`
 }
 
 // Sources counts the graded trials by where their answer came from

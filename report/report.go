@@ -205,12 +205,10 @@ type Row struct {
 	Run       int    `json:"run"` // index in Report.Runs
 	Model     string `json:"model"`
 	Condition string `json:"condition"`
-	Trials    int    `json:"trials"`
-	// Infra trials failed in the harness (not the model's result); Graded
-	// = Trials - Infra is the denominator of everything else.
-	Infra       int      `json:"infra"`
-	Graded      int      `json:"graded"`
-	Correct     int      `json:"correct"`
+	// Counts are bench.Summarize's: infra trials failed in the harness
+	// (not the model's result); Graded = Trials - Infra is the
+	// denominator of everything else.
+	bench.Counts
 	Accuracy    Interval `json:"accuracy"` // over tasks: TaskAccuracy
 	BudgetStops int      `json:"budget_stops"`
 	KernelDied  int      `json:"kernel_died"` // trials whose own code killed the kernel: graded, wrong
@@ -452,8 +450,7 @@ func taskIndex(r *Run) map[string]int {
 // sum over the same trials): bench's end-of-run table and the report show
 // the same figures.
 func buildRow(run int, r *Run, s bench.Row, prices map[string]Price) Row {
-	row := Row{Run: run, Model: s.Model, Condition: s.Condition, Trials: s.Trials, Infra: s.Infra, Graded: s.Graded,
-		Correct: s.Correct, BudgetStops: s.BudgetStops, KernelDied: s.KernelDied, Estimated: s.Estimated,
+	row := Row{Run: run, Model: s.Model, Condition: s.Condition, Counts: s.Counts, BudgetStops: s.BudgetStops, KernelDied: s.KernelDied, Estimated: s.Estimated,
 		Sources: Sources{Executed: s.Executed, Stated: s.Stated, Unexecuted: s.Unexecuted, None: s.None,
 			Literal: s.Literal, LiteralRight: s.LiteralRight}}
 	idx := taskIndex(r)

@@ -193,7 +193,7 @@ func assertJSONRowsAreReport(t *testing.T, lines string, rep reports.Report) {
 		if w.PoolWaitMS != nil {
 			wait = w.PoolWaitMS.Mean
 		}
-		want := bench.Row{Model: w.Model, Condition: w.Condition, Trials: w.Trials, Infra: w.Infra, Graded: w.Graded, Correct: w.Correct,
+		want := bench.Row{Model: w.Model, Condition: w.Condition, Counts: w.Counts,
 			Accuracy: w.Accuracy.Est, BudgetStops: w.BudgetStops, KernelDied: w.KernelDied,
 			Sources: bench.Sources{Executed: w.Sources.Executed, Stated: w.Sources.Stated, Unexecuted: w.Sources.Unexecuted,
 				None: w.Sources.None, Literal: w.Sources.Literal, LiteralRight: w.Sources.LiteralRight, UnexecutedRight: r.UnexecutedRight},
