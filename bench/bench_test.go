@@ -573,7 +573,7 @@ func TestExecuteRunsInfraFailuresAgainOnResume(t *testing.T) {
 		assert.True(t, tr.Correct, "%s: %s", tr.Key, tr.GradeReason)
 	}
 	require.Len(t, infra, len(b.conds))
-	rows := Summarize(out.Final)
+	rows := Summarize(l.Spec, out.Final)
 	require.Len(t, rows, len(b.conds))
 	for _, row := range rows {
 		assert.Equal(t, 1, row.Infra)

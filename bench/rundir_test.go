@@ -653,6 +653,7 @@ func TestSummarize(t *testing.T) {
 	kB := func(task string) Key { return Key{Model: "m1", Condition: "B", Task: task, Rep: 1} }
 	right := dirTrial(kB("t1"), ClassModel, 1)
 	right.Turns, right.ContextTokens, right.OutputTokens, right.CachedTokens, right.WallMS, right.KernelMS = 2, 1000, 100, 500, 2000, 200
+	right.ReasoningTokens, right.PoolWaitMS = 70, 300
 
 	wrong := dirTrial(kB("t2"), ClassModel, 1)
 	wrong.Correct, wrong.AnswerRight, wrong.Verdict = false, false, string(agent.GradeWrong)
@@ -668,7 +669,7 @@ func TestSummarize(t *testing.T) {
 	unexecWrong.AnswerRight = false
 
 	budget := dirTrial(kB("t5"), ClassModel, 1)
-	budget.Status, budget.Correct, budget.AnswerRight, budget.Verdict = agent.MaxTurns, false, false, string(agent.GradeNoAnswer)
+	budget.Status, budget.Correct, budget.AnswerRight, budget.Verdict, budget.AnswerSource = agent.MaxTurns, false, false, string(agent.GradeNoAnswer), ""
 	budget.Turns, budget.ContextTokens, budget.WallMS = 12, 9000, 5000
 
 	tooLong := budget
@@ -676,38 +677,63 @@ func TestSummarize(t *testing.T) {
 	promptBudget := budget
 	promptBudget.Key, promptBudget.Status = kB("t7"), agent.MaxPromptTokens
 
+	stated := dirTrial(kB("t9"), ClassModel, 1)
+	stated.AnswerSource, stated.Literal = agent.Stated, false
+	stated.Turns, stated.ContextTokens, stated.WallMS = 1, 500, 1000
+	literal := dirTrial(kB("t10"), ClassModel, 1)
+	literal.Literal = true
+	literal.Turns, literal.ContextTokens, literal.WallMS = 1, 500, 1000
+	died := dirTrial(kB("t11"), ClassModel, 1)
+	died.Status, died.Death, died.Correct, died.AnswerRight, died.Verdict, died.AnswerSource = agent.KernelDied, "oom", false, false, string(agent.GradeNoAnswer), ""
+	died.Turns, died.ContextTokens, died.WallMS = 1, 500, 1000
+
 	infra := dirTrial(kB("t8"), ClassInfra, 1)
-	infra.Turns, infra.ContextTokens, infra.OutputTokens, infra.WallMS, infra.KernelMS = 100, 1e6, 1e6, 1e7, 1e7
+	infra.Turns, infra.ContextTokens, infra.OutputTokens, infra.WallMS, infra.KernelMS, infra.PoolWaitMS = 100, 1e6, 1e6, 1e7, 1e7, 1e7
 	infra.Estimated = true
 	infra.Correct = true // never counted, whatever it says
 
 	other := dirTrial(Key{Model: "m2", Condition: "A", Task: "t1", Rep: 1}, ClassInfra, 1)
+	unnamed := dirTrial(Key{Model: "m3", Condition: "A", Task: "t1", Rep: 1}, ClassModel, 1)
 
-	rows := Summarize([]Trial{right, other, wrong, unexecRight, unexecWrong, budget, tooLong, promptBudget, infra})
-	require.Len(t, rows, 2)
+	spec := Spec{Models: []ModelInfo{{Name: "m1"}, {Name: "m2"}}, Conditions: []ConditionInfo{{Name: "A"}, {Name: "B"}}}
+	final := []Trial{right, other, wrong, unexecRight, unexecWrong, budget, tooLong, promptBudget, infra, stated, literal, died, unnamed}
+	rows := Summarize(spec, final)
+	require.Len(t, rows, 4, "every (model, condition) of the spec, and no other")
+	var names []string
+	for _, r := range rows {
+		names = append(names, r.Model+"/"+r.Condition)
+	}
+	assert.Equal(t, []string{"m1/A", "m1/B", "m2/A", "m2/B"}, names, "in the spec's order")
+	assert.Equal(t, Row{Model: "m1", Condition: "A"}, rows[0], "no line yet: zero trials")
+	assert.Equal(t, Row{Model: "m2", Condition: "B"}, rows[3])
 
-	b := rows[0]
-	assert.Equal(t, "m1", b.Model)
-	assert.Equal(t, "B", b.Condition)
-	assert.Equal(t, 8, b.Trials)
+	b := rows[1]
+	const n = 10.0
+	assert.Equal(t, 11, b.Trials)
 	assert.Equal(t, 1, b.Infra)
-	assert.Equal(t, 7, b.Graded)
-	assert.Equal(t, 1, b.Correct)
-	assert.InDelta(t, 1.0/7, b.Accuracy, 1e-9)
-	assert.Equal(t, 2, b.Unexecuted)
-	assert.Equal(t, 1, b.UnexecutedRight)
+	assert.Equal(t, 10, b.Graded)
+	assert.Equal(t, 3, b.Correct, "right, stated and literal")
+	assert.InDelta(t, 3/n, b.Accuracy, 1e-9)
+	assert.Equal(t, Sources{Executed: 3, Stated: 1, Unexecuted: 2, UnexecutedRight: 1, None: 4, Literal: 1, LiteralRight: 1}, b.Sources)
 	assert.Equal(t, 3, b.BudgetStops)
-	assert.InDelta(t, float64(2+4+1+1+12*3)/7, b.Turns, 1e-9)
-	assert.InDelta(t, float64(1000+3000+500+500+9000*3)/7, b.ContextTokens, 1e-9)
-	assert.InDelta(t, float64(100+300)/7, b.OutputTokens, 1e-9)
-	assert.InDelta(t, float64(500)/7, b.CachedTokens, 1e-9)
-	assert.InDelta(t, float64(2000+4000+1000+1000+5000*3)/7, b.WallMS, 1e-9)
-	assert.InDelta(t, float64(200+400)/7, b.KernelMS, 1e-9)
+	assert.Equal(t, 1, b.KernelDied)
+	assert.InDelta(t, float64(2+4+1+1+12*3+1+1+1)/n, b.Turns, 1e-9)
+	assert.InDelta(t, float64(1000+3000+500+500+9000*3+500*3)/n, b.ContextTokens, 1e-9)
+	assert.InDelta(t, float64(100+300)/n, b.OutputTokens, 1e-9)
+	assert.InDelta(t, float64(500)/n, b.CachedTokens, 1e-9)
+	assert.InDelta(t, float64(70)/n, b.ReasoningTokens, 1e-9)
+	assert.InDelta(t, float64(2000+4000+1000+1000+5000*3+1000*3)/n, b.WallMS, 1e-9)
+	assert.InDelta(t, float64(200+400)/n, b.KernelMS, 1e-9)
+	assert.InDelta(t, float64(300)/n, b.PoolWaitMS, 1e-9, "the infra trial's wait is not in it")
 	assert.True(t, b.Estimated)
+	assert.Equal(t, []Trial{right, wrong, unexecRight, unexecWrong, budget, tooLong, promptBudget, stated, literal, died}, b.Results,
+		"the graded trials, in the lines' order")
 
-	a := rows[1]
-	assert.Equal(t, Row{Model: "m2", Condition: "A", Trials: 1, Infra: 1}, a, "only infra: nothing graded, no means")
-	assert.Empty(t, Summarize(nil))
+	a := rows[2]
+	assert.Equal(t, Row{Model: "m2", Condition: "A", Counts: Counts{Trials: 1, Infra: 1}}, a, "only infra: nothing graded, no means")
+	assert.Len(t, Summarize(spec, nil), 4)
+	assert.Empty(t, Summarize(Spec{}, final))
+	assert.Equal(t, Row{}, Sum(nil))
 }
 
 // TestLogIsSafeForConcurrentUse reads a log's keys while lines are

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/bench"
 )
 
@@ -206,12 +205,10 @@ type Row struct {
 	Run       int    `json:"run"` // index in Report.Runs
 	Model     string `json:"model"`
 	Condition string `json:"condition"`
-	Trials    int    `json:"trials"`
-	// Infra trials failed in the harness (not the model's result); Graded
-	// = Trials - Infra is the denominator of everything else.
-	Infra       int      `json:"infra"`
-	Graded      int      `json:"graded"`
-	Correct     int      `json:"correct"`
+	// Counts are bench.Summarize's: infra trials failed in the harness
+	// (not the model's result); Graded = Trials - Infra is the
+	// denominator of everything else.
+	bench.Counts
 	Accuracy    Interval `json:"accuracy"` // over tasks: TaskAccuracy
 	BudgetStops int      `json:"budget_stops"`
 	KernelDied  int      `json:"kernel_died"` // trials whose own code killed the kernel: graded, wrong
@@ -326,10 +323,8 @@ func Build(runs []*Run, opts Options) (*Report, error) {
 	rep := &Report{Notes: []string{}}
 	for i, r := range runs {
 		rep.Runs = append(rep.Runs, runInfo(r))
-		for _, m := range r.Spec.Models {
-			for _, c := range r.Spec.Conditions {
-				rep.Rows = append(rep.Rows, buildRow(i, r, m.Name, c.Name, opts.Prices))
-			}
+		for _, s := range bench.Summarize(r.Spec, r.Final) {
+			rep.Rows = append(rep.Rows, buildRow(i, r, s, opts.Prices))
 		}
 		if missing := rep.Runs[i].Expected - rep.Runs[i].Keys; missing > 0 {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d of %d trials have no line yet (the run is unfinished: run bench again to finish it)",
@@ -448,61 +443,30 @@ func taskIndex(r *Run) map[string]int {
 	return idx
 }
 
-func buildRow(run int, r *Run, model, cond string, prices map[string]Price) Row {
-	row := Row{Run: run, Model: model, Condition: cond}
+// buildRow is the report's row of s, a Row of bench.Summarize for run:
+// its counts as they are, and over its graded trials (s.Results) the
+// means with their intervals over tasks, medians and quartiles, and money
+// at prices. A mean is Describe's over the same trials as s's (the same
+// sum over the same trials): bench's end-of-run table and the report show
+// the same figures.
+func buildRow(run int, r *Run, s bench.Row, prices map[string]Price) Row {
+	row := Row{Run: run, Model: s.Model, Condition: s.Condition, Counts: s.Counts, BudgetStops: s.BudgetStops, KernelDied: s.KernelDied, Estimated: s.Estimated,
+		Sources: Sources{Executed: s.Executed, Stated: s.Stated, Unexecuted: s.Unexecuted, None: s.None,
+			Literal: s.Literal, LiteralRight: s.LiteralRight}}
 	idx := taskIndex(r)
-	var groups []int
-	var correct []bool
-	var turns, ctx, out, cached, reasoning, wall, poolWait []float64
+	n := len(s.Results)
+	groups := make([]int, n)
+	correct := make([]bool, n)
+	turns, ctx, out, cached, reasoning, wall, poolWait := make([]float64, n), make([]float64, n), make([]float64, n),
+		make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 	waited := false
-	price, priced := prices[model]
+	price, priced := prices[s.Model]
 	money := &Money{}
-	for _, t := range r.Final {
-		if t.Model != model || t.Condition != cond {
-			continue
-		}
-		row.Trials++
-		if t.Class == bench.ClassInfra {
-			row.Infra++
-			continue
-		}
-		row.Graded++
-		if t.Correct {
-			row.Correct++
-		}
-		if t.BudgetStop() {
-			row.BudgetStops++
-		}
-		if t.Status == agent.KernelDied {
-			row.KernelDied++
-		}
-		switch t.AnswerSource {
-		case "executed":
-			row.Sources.Executed++
-		case "stated":
-			row.Sources.Stated++
-		case "unexecuted":
-			row.Sources.Unexecuted++
-		default:
-			row.Sources.None++
-		}
-		if t.Literal {
-			row.Sources.Literal++
-			if t.AnswerRight {
-				row.Sources.LiteralRight++
-			}
-		}
-		groups = append(groups, idx[t.Task])
-		correct = append(correct, t.Correct)
-		turns = append(turns, float64(t.Turns))
-		ctx = append(ctx, float64(t.ContextTokens))
-		out = append(out, float64(t.OutputTokens))
-		cached = append(cached, float64(t.CachedTokens))
-		reasoning = append(reasoning, float64(t.ReasoningTokens))
-		wall = append(wall, float64(t.WallMS))
-		poolWait = append(poolWait, float64(t.PoolWaitMS))
+	for i, t := range s.Results {
+		groups[i], correct[i] = idx[t.Task], t.Correct
+		turns[i], ctx[i], out[i], cached[i] = float64(t.Turns), float64(t.ContextTokens), float64(t.OutputTokens), float64(t.CachedTokens)
+		reasoning[i], wall[i], poolWait[i] = float64(t.ReasoningTokens), float64(t.WallMS), float64(t.PoolWaitMS)
 		waited = waited || t.PoolWaitMS > 0
-		row.Estimated = row.Estimated || t.Estimated
 		if priced {
 			uncached := float64(t.ContextTokens - t.CachedTokens)
 			usd := (uncached*price.Input + float64(t.CachedTokens)*price.CachedInput + float64(t.OutputTokens)*price.Output) / 1e6
@@ -535,34 +499,20 @@ type perTask struct {
 	context, output, accuracy float64
 }
 
+// taskMeans are the tasks with a graded rep in (model, cond) of r, each
+// with the means of bench.Sum over its reps.
 func taskMeans(r *Run, model, cond string) map[string]perTask {
-	sums := map[string]*struct {
-		n                         int
-		context, output, accuracy float64
-	}{}
+	byTask := map[string][]bench.Trial{}
 	for _, t := range r.Final {
-		if t.Model != model || t.Condition != cond || t.Class == bench.ClassInfra {
-			continue
-		}
-		s := sums[t.Task]
-		if s == nil {
-			s = &struct {
-				n                         int
-				context, output, accuracy float64
-			}{}
-			sums[t.Task] = s
-		}
-		s.n++
-		s.context += float64(t.ContextTokens)
-		s.output += float64(t.OutputTokens)
-		if t.Correct {
-			s.accuracy++
+		if t.Model == model && t.Condition == cond {
+			byTask[t.Task] = append(byTask[t.Task], t)
 		}
 	}
 	out := map[string]perTask{}
-	for task, s := range sums {
-		n := float64(s.n)
-		out[task] = perTask{s.context / n, s.output / n, s.accuracy / n}
+	for task, trials := range byTask {
+		if s := bench.Sum(trials); s.Graded > 0 {
+			out[task] = perTask{s.ContextTokens, s.OutputTokens, s.Accuracy}
+		}
 	}
 	return out
 }
@@ -627,11 +577,13 @@ func taskRows(r *Run, notebooks bool) []TaskRow {
 		for _, m := range r.Spec.Models {
 			for _, c := range r.Spec.Conditions {
 				cell := TaskCell{Model: m.Name, Condition: c.Name}
+				var reps []bench.Trial
 				for rep := 1; rep <= r.Spec.Reps; rep++ {
 					t, ok := byKey[bench.Key{Model: m.Name, Condition: c.Name, Task: task.ID, Rep: rep}]
 					if !ok {
 						continue
 					}
+					reps = append(reps, t)
 					cell.Trials = append(cell.Trials, t.Trajectory)
 					if notebooks {
 						nb := ""
@@ -640,21 +592,9 @@ func taskRows(r *Run, notebooks bool) []TaskRow {
 						}
 						cell.Notebooks = append(cell.Notebooks, nb)
 					}
-					if t.Class == bench.ClassInfra {
-						cell.Infra++
-						continue
-					}
-					cell.Reps++
-					if t.Correct {
-						cell.Correct++
-					}
-					cell.Turns += float64(t.Turns)
-					cell.Context += float64(t.ContextTokens)
 				}
-				if cell.Reps > 0 {
-					cell.Turns /= float64(cell.Reps)
-					cell.Context /= float64(cell.Reps)
-				}
+				s := bench.Sum(reps)
+				cell.Reps, cell.Correct, cell.Infra, cell.Turns, cell.Context = s.Graded, s.Correct, s.Infra, s.Turns, s.ContextTokens
 				tr.Cells = append(tr.Cells, cell)
 			}
 		}

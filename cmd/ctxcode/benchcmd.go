@@ -895,20 +895,10 @@ func infraCount(final []bench.Trial) int {
 	return n
 }
 
-// printBenchSummary prints the table per (model, condition) and where the
-// run is.
+// printBenchSummary prints the table per (model, condition), bench.Summarize's
+// rows (the figures the report shows), and where the run is.
 func printBenchSummary(w io.Writer, out *bench.Outcome, spec bench.Spec, dir string, asJSON bool) error {
-	rows := bench.Summarize(out.Final)
-	// In the order the run names them, not the order they ran in.
-	order := map[string]int{}
-	for i, m := range spec.Models {
-		for j, c := range spec.Conditions {
-			order[m.Name+"\x00"+c.Name] = i*len(spec.Conditions) + j
-		}
-	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		return order[rows[i].Model+"\x00"+rows[i].Condition] < order[rows[j].Model+"\x00"+rows[j].Condition]
-	})
+	rows := bench.Summarize(spec, out.Final)
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for _, r := range rows {
@@ -930,7 +920,7 @@ func printBenchSummary(w io.Writer, out *bench.Outcome, spec bench.Spec, dir str
 		if many {
 			fmt.Fprintf(w, "%-20s ", r.Model)
 		}
-		if r.Graded == 0 { // every trial an infra failure: nothing to average
+		if r.Graded == 0 { // no result (every trial an infra failure, or none ran yet): nothing to average
 			fmt.Fprintf(w, "%-9s %9s %9s %6d %7s %15s %14s %8s\n", r.Condition, "-", "-", r.Infra, "-", "-", "-", "-")
 			continue
 		}
@@ -951,8 +941,11 @@ func printBenchSummary(w io.Writer, out *bench.Outcome, spec bench.Spec, dir str
 				r.Condition, r.KernelDied)
 		}
 	}
-	if len(rows) > 0 && rows[0].Estimated {
-		fmt.Fprintln(w, "(means per trial; token counts estimated by the tokenizer where the model reported none)")
+	for _, r := range rows {
+		if r.Estimated {
+			fmt.Fprintln(w, "(means per trial; token counts estimated by the tokenizer where the model reported none)")
+			break
+		}
 	}
 	var waits []string
 	waited := false
