@@ -856,6 +856,7 @@ var htmlFuncs = template.FuncMap{
 	"power":        powerNote,
 	"fewestTasks":  fewestTasks,
 	"ladderPower":  ladderPower,
+	"poolWaitNote": poolWaitNote,
 	"dropped":      droppedNote,
 	"comparisons": func(first string, rows []Comparison) any {
 		return struct {
@@ -1052,6 +1053,8 @@ svg.acccost text,svg.acccost .tick,svg.acccost .axis-title{font-size:14px}
 <p class="power">{{.}}</p>{{end}}
 {{- range .Rep.Rows}}{{if .Sources.Literal}}
 <p class="muted">{{.Model}} {{.Condition}}: {{.Sources.Literal}} literal answer(s), {{.Sources.LiteralRight}} of them right: ANSWER of a value typed in the cell, not computed there; counted in accuracy as executed answers.</p>{{end}}{{end}}
+{{- with poolWaitNote .Rep.Rows}}
+<p class="muted pool-wait">{{.}}</p>{{end}}
 </section>
 
 <section id="chart">

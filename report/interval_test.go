@@ -564,3 +564,33 @@ func TestClusterLabel(t *testing.T) {
 	assert.Equal(t, "run 1 m B, C; run 2 m B", clusterLabel([]htmlPoint{pt(1, "m", "B"), pt(1, "m", "C"), pt(2, "m", "B")}, true, true))
 	assert.Equal(t, "D (m, m2)", clusterLabel([]htmlPoint{pt(1, "m", "D"), pt(1, "m2", "D")}, true, false))
 }
+
+// TestPoolWaitShownApart: the wait for a pooled kernel, which a trial's
+// wall leaves out, is given on a line of its own in both pages, for the
+// rows whose trials waited, and not at all when none did.
+func TestPoolWaitShownApart(t *testing.T) {
+	r := syntheticRun([]string{"A", "B"}, 3, 1, func(tr *bench.Trial, cond string, task, _ int) bool {
+		tr.Correct = true
+		if cond == "B" {
+			tr.PoolWaitMS = int64(1000 * (task + 1))
+		}
+		return true
+	})
+	rep := buildOne(t, r)
+	const line = "Waiting for a pooled kernel, apart from wall (the harness's time, mean per trial): m B 2.00s (median 2.00s)."
+	var md bytes.Buffer
+	require.NoError(t, Markdown(&md, rep))
+	assert.Contains(t, md.String(), line)
+	var page bytes.Buffer
+	require.NoError(t, HTML(&page, rep, nil))
+	htmlWellFormed(t, page.String())
+	assert.Contains(t, page.String(), `<p class="muted pool-wait">Waiting for a pooled kernel, apart from wall (the harness&#39;s time, mean per trial): m B 2.00s (median 2.00s).</p>`)
+
+	none := buildOne(t, syntheticRun([]string{"A"}, 2, 1, func(tr *bench.Trial, _ string, _, _ int) bool { return true }))
+	md.Reset()
+	page.Reset()
+	require.NoError(t, Markdown(&md, none))
+	require.NoError(t, HTML(&page, none, nil))
+	assert.NotContains(t, md.String(), "Waiting for a pooled kernel")
+	assert.NotContains(t, page.String(), "Waiting for a pooled kernel")
+}

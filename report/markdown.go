@@ -75,14 +75,8 @@ func Markdown(w io.Writer, rep *Report, runLinks ...string) error {
 		b.WriteString("\n" + n + "\n")
 	}
 	b.WriteString(literalNote(rep.Rows, "\n", "\n"))
-	var waits []string
-	for _, r := range rep.Rows {
-		if d := r.PoolWaitMS; d != nil {
-			waits = append(waits, fmt.Sprintf("%s %s %.2fs (median %.2fs)", r.Model, r.Condition, d.Mean/1000, d.Median/1000))
-		}
-	}
-	if len(waits) > 0 {
-		b.WriteString("\nWaiting for a pooled kernel, apart from wall (the harness's time, mean per trial): " + strings.Join(waits, "; ") + ".\n")
+	if n := poolWaitNote(rep.Rows); n != "" {
+		b.WriteString("\n" + n + "\n")
 	}
 
 	s := sectionTitles(rep)
@@ -407,4 +401,19 @@ func literalNote(rows []Row, before, after string) string {
 		}
 	}
 	return b.String()
+}
+
+// poolWaitNote is the line that gives the rows' wait for a pooled kernel,
+// which wall leaves out; "" when no trial waited.
+func poolWaitNote(rows []Row) string {
+	var waits []string
+	for _, r := range rows {
+		if d := r.PoolWaitMS; d != nil {
+			waits = append(waits, fmt.Sprintf("%s %s %.2fs (median %.2fs)", r.Model, r.Condition, d.Mean/1000, d.Median/1000))
+		}
+	}
+	if len(waits) == 0 {
+		return ""
+	}
+	return "Waiting for a pooled kernel, apart from wall (the harness's time, mean per trial): " + strings.Join(waits, "; ") + "."
 }
