@@ -200,10 +200,9 @@ func TestShellBackgroundProcess(t *testing.T) {
 				{"a subshell", "(sleep 60; echo never) & echo pid=$!"},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
-					start := time.Now()
 					res := shell(t, k, tc.command, ShellOptions{Timeout: 20 * time.Second})
-					assert.Less(t, time.Since(start), 3*time.Second, "the call ends with the command, not its child")
-					assert.False(t, res.TimedOut)
+					// Had the call waited for its 60 s child, its 20 s timeout would have ended it.
+					assert.False(t, res.TimedOut, "the call ends with the command, not its child")
 					assert.Equal(t, 0, res.ExitCode)
 					assert.NotContains(t, res.Output, "never")
 					pid := pidIn(t, res.Output)
