@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/ctxcode/ctxcode/agent"
+	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/datasets"
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/llm"
 	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/sandbox"
 	"github.com/ctxcode/ctxcode/session"
 )
 
@@ -149,51 +151,19 @@ func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
 	return o, nil
 }
 
-// askSetup is what every question of an ask shares.
-type askSetup struct {
-	dataDir  string
-	manifest *datasets.Manifest
-	tasks    []datasets.Task
-	prefix   *prefixes.Prefix // the default one; the rung may start from its control
-	control  *prefixes.Prefix // its control, when prefix init wrote both; else found for B0
-	language kernel.Language  // of the rung's kernel
-	rung     askRung
-	// initTime is how long prefix init took to write prefix, when ask
-	// wrote it (a folder that is not a ctxcode data set); 0 otherwise.
-	initTime time.Duration
-}
-
-// askRung is the rung with its prefix (nil for none) and the model that
-// plays it.
-type askRung struct {
-	agent.Rung
-	prefix *prefixes.Prefix
-	model  llm.Model
-}
-
-// condition is the ladder's name for the rung as it runs.
-func (r askRung) condition() string {
-	name := ""
-	if r.prefix != nil {
-		name = r.prefix.Name
-	}
-	return agent.Condition(r.Protocol, name)
-}
-
 func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseAsk(args, stderr)
 	if err != nil {
 		return err
 	}
 	o.progress = newProgress(stderr)
-	warm := o.warmUp(ctx)
-	defer warm.wait()
 	paced := paceGC()
-	s, err := o.setup(stderr)
+	s, err := o.prepare(ctx, stderr)
 	paced()
 	if err != nil {
-		return err
+		return askError(err)
 	}
+	defer s.Close()
 	var traj *agent.Trajectory
 	if o.trajectory != "" {
 		f, err := createOutput("--trajectory", o.trajectory, o.force)
@@ -203,25 +173,10 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer f.Close()
 		traj = agent.NewTrajectory(f)
 	}
-	job := askJob{question: o.question, rung: s.rung}
-	if o.task != "" {
-		t, err := findTask(s.tasks, o.task, s.dataDir)
-		if err != nil {
-			return err
-		}
-		job.question, job.task = t.Question, t
-	}
-
-	// The question starts in a fresh kernel, which its run starts, in the
-	// background when its first request needs none: condition A, or a
-	// prefix in the cache.
-	cache := o.openCache(s, warm, o.progress)
-	kern := &askKernel{o: o, lang: s.language, dataDir: s.dataDir, warn: o.progress}
-	defer kern.close()
-
-	res, err := o.ask(ctx, kern, cache, s, job, traj)
+	res, err := s.Ask(ctx, traj, o.progress)
+	o.progress.done()
 	if err != nil {
-		return err
+		return askError(err)
 	}
 	if err := traj.Err(); err != nil {
 		fmt.Fprintf(stderr, "ctxcode: warning: %v\n", err)
@@ -229,13 +184,81 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(res.record()); err != nil {
+		if err := enc.Encode(res.Record()); err != nil {
 			return err
 		}
 	} else {
 		printResult(stdout, res)
 	}
-	return res.exitError()
+	return exitError(res.Run)
+}
+
+// prepare is bench.PrepareAsk over the flags: the built-in data set when
+// no --data is given, the ladder's prefixes, the reference or the
+// OpenAI-compatible model.
+func (o *askOptions) prepare(ctx context.Context, stderr io.Writer) (*bench.AskSetup, error) {
+	dataDir := o.dataDir
+	if dataDir == "" {
+		dir, err := builtinData(stderr)
+		if err != nil {
+			return nil, err
+		}
+		dataDir = dir
+	}
+	noteData(dataDir, o.sandbox.followLinks, stderr)
+	cfg := bench.AskConfig{
+		DataDir: dataDir, Prefix: o.prefixName, Rung: o.rung, Question: o.question, Task: o.task,
+		Reference: o.model == "reference", Agent: o.agent,
+		Sandbox: o.sandbox.openOptions(kernel.Python), NoCache: o.noCache,
+	}
+	cfg.RungPrefix = func(def, control *prefixes.Prefix) (*prefixes.Prefix, error) {
+		lp := ladderPrefixes{def: def, named: o.prefixName != ""}
+		if o.rung.Prefix == agent.PrefixControl {
+			lp.control, lp.controlErr = controlOf(def, control)
+		}
+		return lp.prefixFor(o.rung, "--condition", "pass a prefix that binds nothing with --prefix")
+	}
+	cfg.Model = func(tasks []datasets.Task, prefix *prefixes.Prefix) (llm.Model, error) {
+		if cfg.Reference {
+			return builtinReference(tasks, prefix, session.Encoding(o.encoding))
+		}
+		return o.openAI(o.model, func(r llm.Retry) { o.progress.note("ctxcode: " + r.String()) }, nil)
+	}
+	if !cfg.Reference {
+		cfg.BaseURL = o.endpoint()
+	}
+	return bench.PrepareAsk(ctx, cfg, o.progress)
+}
+
+// askError is err with bad input (*bench.InputError, *sandbox.InputError)
+// made a usage error: exit code 2.
+func askError(err error) error {
+	var ie *bench.InputError
+	var se *sandbox.InputError
+	switch {
+	case errors.As(err, &ie):
+		return usagef("%s", ie.Msg)
+	case errors.As(err, &se):
+		return usagef("%v", se)
+	}
+	return err
+}
+
+// openOptions are the sandbox's options the flags give, for kernels of
+// lang without data.
+func (s *sandboxFlags) openOptions(lang kernel.Language) sandbox.OpenOptions {
+	cfg := s.dockerConfig()
+	return sandbox.OpenOptions{
+		Kind:         sandbox.Kind(s.kind),
+		HostFallback: s.hostFallback,
+		Lang:         lang,
+		FollowLinks:  s.followLinks,
+		NoIPython:    s.noIPython,
+		Docker:       &cfg,
+		Local:        kernel.LocalConfig{LinkData: s.dataLink},
+		Python:       s.python,
+		SweepTimeout: 30 * time.Second,
+	}
 }
 
 // paceGC lets the heap grow to five times what is live (GOGC=400) until the
@@ -250,97 +273,6 @@ func paceGC() (restore func()) {
 	}
 	old := debug.SetGCPercent(400)
 	return func() { debug.SetGCPercent(old) }
-}
-
-type askJob struct {
-	question string
-	task     *datasets.Task
-	rung     askRung
-}
-
-// setup finds the data, the tasks, the prefix and the model.
-func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
-	s := &askSetup{dataDir: o.dataDir}
-	if s.dataDir == "" {
-		dir, err := builtinData(stderr)
-		if err != nil {
-			return nil, err
-		}
-		s.dataDir = dir
-	}
-	if err := checkDataDir("--data", s.dataDir); err != nil {
-		return nil, err
-	}
-	noteData(s.dataDir, o.sandbox.followLinks, stderr)
-	d, m, err := datasets.Load(s.dataDir)
-	switch {
-	case err == nil:
-		s.manifest = m
-		if s.tasks, err = datasets.Tasks(d); err != nil {
-			return nil, err
-		}
-	case errors.Is(err, datasets.ErrNotDataset):
-	default:
-		return nil, dataError(err)
-	}
-	switch {
-	case !needsPrefix(o.rung):
-		// Condition A alone: no prefix, so none is loaded or written.
-	case o.prefixName != "":
-		if s.prefix, err = prefixes.Load(o.prefixName); err != nil {
-			return nil, usagef("%v", err)
-		}
-	case s.manifest != nil:
-		if s.prefix, err = prefixes.Load("pm"); err != nil {
-			return nil, err
-		}
-	default:
-		start := time.Now()
-		res, err := initPrefixWith(s.dataDir, kernel.Python, o.sandbox.memoryLimit(), o.sandbox.followLinks, stderr)
-		s.initTime = time.Since(start)
-		if err != nil {
-			return nil, usagef("no --prefix, and prefix init could not write one for %s: %v", s.dataDir, err)
-		}
-		if s.prefix, err = prefixes.Parse("init:"+s.dataDir, res.Source); err != nil {
-			return nil, err
-		}
-		if o.rung.Prefix == agent.PrefixControl { // B0: the control prefix init wrote with it
-			if s.control, err = prefixes.Parse("init:"+s.dataDir+" (control)", res.Control); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if o.task != "" && len(s.tasks) == 0 {
-		return nil, usagef("--task needs a data set made by `ctxcode data gen`: %s has no built-in tasks", s.dataDir)
-	}
-	if o.model == "reference" && o.question != "" && !knownQuestion(s.tasks, o.question) {
-		return nil, usagef("the reference model plays only the built-in tasks, and this question is not one of them: ask one with --task ID (list them with: ctxcode tasks --data %s), or use a real model", s.dataDir)
-	}
-	s.rung = askRung{Rung: o.rung}
-	lp := ladderPrefixes{def: s.prefix, named: o.prefixName != ""}
-	if o.rung.Prefix == agent.PrefixControl {
-		lp.control, lp.controlErr = controlOf(s.prefix, s.control)
-	}
-	if s.rung.prefix, err = lp.prefixFor(o.rung, "--condition", "pass a prefix that binds nothing with --prefix"); err != nil {
-		return nil, err
-	}
-	s.language = kernel.Python // A runs in the Python kernel, for its shell op
-	if s.rung.prefix != nil {
-		s.language = s.rung.prefix.Language
-	}
-	if s.rung.model, err = o.makeModel(s, s.rung.prefix); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// makeModel is the reference model for a rung that starts from prefix
-// (nil for none), or the OpenAI-compatible client.
-func (o *askOptions) makeModel(s *askSetup, prefix *prefixes.Prefix) (llm.Model, error) {
-	if o.model == "reference" {
-		return builtinReference(s.tasks, prefix, session.Encoding(o.encoding))
-	}
-	return o.openAI(o.model, func(r llm.Retry) { o.progress.note("ctxcode: " + r.String()) }, nil)
 }
 
 // builtinReference is the reference model of the built-in tasks for a
@@ -392,242 +324,42 @@ func cachedData(tierName string, seed int64, stderr io.Writer) (string, error) {
 	return dir, nil
 }
 
-func knownQuestion(tasks []datasets.Task, q string) bool {
-	for _, t := range tasks {
-		if t.Question == q {
-			return true
-		}
-	}
-	return false
-}
-
-func findTask(tasks []datasets.Task, id, dir string) (*datasets.Task, error) {
-	for i := range tasks {
-		if tasks[i].ID == id {
-			return &tasks[i], nil
-		}
-	}
-	var ids []string
-	for _, t := range tasks {
-		ids = append(ids, t.ID)
-	}
-	hint := ""
-	if len(ids) > 0 {
-		hint = fmt.Sprintf(" (%s … %s)", ids[0], ids[len(ids)-1])
-	}
-	return nil, usagef("--task %q: no such task in %s%s; list them with: ctxcode tasks --data %s", id, dir, hint, dir)
-}
-
-// askResult is one answered (or not) question.
-type askResult struct {
-	job   askJob
-	res   *agent.Result
-	cache string // what the prefix cache did (askCache.state)
-	// initTime is how long prefix init took to write the prefix before
-	// the question's run; it counts in the question's wall time.
-	initTime time.Duration
-}
-
-// wall is the question's wall time: its run's, and prefix init's before it.
-func (r askResult) wall() time.Duration { return r.initTime + r.res.Wall }
-
-// ask runs one question in a fresh kernel of kern, over its prefix cached
-// in cache when it is there.
-func (o *askOptions) ask(ctx context.Context, kern *askKernel, cache askCache, s *askSetup, job askJob, traj *agent.Trajectory) (askResult, error) {
-	cfg := o.agent
-	cfg.Protocol = job.rung.Protocol
-	model := job.rung.model
-	info := agent.Info{Model: model.Name(), Question: job.question}
-	if o.model != "reference" {
-		info.BaseURL = o.endpoint()
-	}
-	if job.task != nil {
-		info.Task = job.task.ID
-	}
-	if s.manifest != nil {
-		info.Data = s.manifest
-	}
-	// The wall time of a question counts from here: the kernel's start
-	// (the first question's) or restart, and the prefix build, are in it.
-	started := time.Now()
-	key, cached := cache.lookup(job.rung.prefix, o.progress)
-	sess := &agent.Session{Start: kern.ready, Prefix: job.rung.prefix, Cached: cached, Started: started}
-	if job.rung.prefix == nil {
-		// A: no prefix; the skill document describes the files, and read
-		// serves them from the folder the kernel shows as data/.
-		sess.DataDir, sess.FollowLinks = s.dataDir, o.sandbox.followLinks
-	}
-	res, err := agent.Run(ctx, sess, model, cfg, info, traj, o.progress)
-	o.progress.done()
-	cache.keep(key, job.rung.prefix, sess.Kernel, res, o.progress)
-	if err != nil {
-		var be *prefixes.BuildError
-		if errors.As(err, &be) {
-			return askResult{}, usagef("%v", err)
-		}
-		return askResult{}, err
-	}
-	out := askResult{job: job, res: res, cache: cache.state(job.rung.prefix, res)}
-	out.initTime, s.initTime = s.initTime, 0 // counted once, in the first question
-
-	if job.task != nil {
-		right, reason := false, ""
-		if res.Status == agent.Answered {
-			right, reason = datasets.Grade(*job.task, res.Answer)
-		}
-		// An unexecuted answer is graded and shown, never counted in accuracy.
-		traj.Grade(job.task.ID, job.task.Gold, res.SetGrade(right, reason))
-	}
-	return out, nil
-}
-
-// record is the --json form of a result.
-func (r askResult) record() map[string]any {
-	u := r.res.Usage
-	rec := map[string]any{
-		"question":       r.job.question,
-		"mode":           r.job.rung.Mode,
-		"condition":      r.job.rung.condition(),
-		"answer":         answerValue(r.res),
-		"answer_source":  nullable(r.res.AnswerSource),
-		"status":         r.res.Status,
-		"turns":          r.res.Turns,
-		"context_tokens": u.PromptTokens,
-		"output_tokens":  u.CompletionTokens,
-		"cached_tokens":  u.CachedTokens,
-		"wall_ms":        r.wall().Milliseconds(),
-		"setup_ms":       r.res.Setup.Milliseconds(),
-		"model_ms":       r.res.Model.Milliseconds(),
-		"waited_ms":      r.res.Waited.Milliseconds(),
-		"retries":        r.res.Retries,
-		"estimated":      u.Estimated,
-		"restarts":       r.res.Restarts,
-		// Calls sent over a cached prefix that the live one did not match:
-		// their tokens are in the counts above.
-		"discarded_calls": r.res.Discarded,
-	}
-	if r.res.Literal && r.res.Status == agent.Answered {
-		rec["literal"] = true // ANSWER of a value typed in the cell
-	}
-	if r.res.Death != "" {
-		rec["death"] = r.res.Death
-	}
-	if r.cache != "" {
-		rec["prefix_cache"] = r.cache
-	}
-	if r.initTime > 0 {
-		rec["prefix_init_ms"] = r.initTime.Milliseconds()
-	}
-	if u.ReasoningTokens > 0 {
-		rec["reasoning_tokens"] = u.ReasoningTokens
-	}
-	if r.job.task != nil {
-		rec["task"] = r.job.task.ID
-		g := r.res.Grade
-		rec["correct"] = g.Accurate()
-		rec["verdict"] = g.Verdict
-		if r.res.Status == agent.Answered {
-			rec["answer_right"] = g.Correct
-		}
-		if g.Reason != "" {
-			rec["grade"] = g.Reason
-		}
-	}
-	if r.res.Err != nil {
-		rec["error"] = r.res.Err.Error()
-	}
-	return rec
-}
-
-// answerValue is the answer as a JSON value: the executed value as it is,
-// a stated answer as the text the model wrote, null without one.
-func answerValue(res *agent.Result) any {
+func printResult(w io.Writer, r *bench.AskResult) {
+	res := r.Run
 	switch {
-	case res.Answer == "":
-		return nil
-	case res.AnswerSource == agent.Executed && json.Valid([]byte(res.Answer)):
-		return json.RawMessage(res.Answer)
-	}
-	return res.Answer
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func printResult(w io.Writer, r askResult) {
-	switch {
-	case r.res.Status == agent.Answered && r.res.AnswerSource == agent.Unexecuted:
-		fmt.Fprintf(w, "%s\n(unexecuted: the model stated this answer; no code computed it)\n", r.res.Answer)
-	case r.res.Status == agent.Answered && r.res.Literal:
-		fmt.Fprintf(w, "%s\n(literal: the model typed this value in its ANSWER call; that cell did not compute it)\n", r.res.Answer)
-	case r.res.Status == agent.Answered:
-		fmt.Fprintln(w, r.res.Answer)
+	case res.Status == agent.Answered && res.AnswerSource == agent.Unexecuted:
+		fmt.Fprintf(w, "%s\n(unexecuted: the model stated this answer; no code computed it)\n", res.Answer)
+	case res.Status == agent.Answered && res.Literal:
+		fmt.Fprintf(w, "%s\n(literal: the model typed this value in its ANSWER call; that cell did not compute it)\n", res.Answer)
+	case res.Status == agent.Answered:
+		fmt.Fprintln(w, res.Answer)
 	default:
-		fmt.Fprintf(w, "no answer (%s)\n", r.res.Status)
+		fmt.Fprintf(w, "no answer (%s)\n", res.Status)
 	}
-	if g := r.res.Grade; g != nil {
+	if g := res.Grade; g != nil {
 		switch {
 		case g.Accurate():
-			fmt.Fprintf(w, "correct (task %s)\n", r.job.task.ID)
+			fmt.Fprintf(w, "correct (task %s)\n", r.Task.ID)
 		case g.Verdict == agent.GradeUnexecuted && g.Correct:
-			fmt.Fprintf(w, "right but unexecuted (task %s): not counted as correct\n", r.job.task.ID)
+			fmt.Fprintf(w, "right but unexecuted (task %s): not counted as correct\n", r.Task.ID)
 		default:
-			fmt.Fprintf(w, "wrong (task %s): %s\n", r.job.task.ID, g.Reason)
+			fmt.Fprintf(w, "wrong (task %s): %s\n", r.Task.ID, g.Reason)
 		}
 	}
-	fmt.Fprintln(w, r.costLine())
-}
-
-func (r askResult) costLine() string {
-	res := r.res
-	u := res.Usage
-	est := ""
-	if u.Estimated {
-		est = " (estimated by the tokenizer)"
-	}
-	turns := "turns"
-	if res.Turns == 1 {
-		turns = "turn"
-	}
-	waited := ""
-	if res.Retries > 0 {
-		retries := "retries"
-		if res.Retries == 1 {
-			retries = "retry"
-		}
-		waited = fmt.Sprintf(", %d %s (%.1fs waiting)", res.Retries, retries, res.Waited.Seconds())
-	}
-	setup := "kernel and prefix"
-	if r.job.rung.prefix == nil {
-		setup = "kernel" // A: no prefix to build
-	}
-	if r.initTime > 0 {
-		setup = fmt.Sprintf("prefix init %.2fs, %s", r.initTime.Seconds(), setup)
-	}
-	discarded := ""
-	if res.Discarded > 0 {
-		discarded = fmt.Sprintf(", %d discarded call (%d context tokens) over a stale cached prefix", res.Discarded, res.DiscardedUsage.PromptTokens)
-	}
-	return fmt.Sprintf("[%d %s, %d context tokens, %d output tokens, %d cached, %.2fs (model %.2fs, %s %.2fs)%s%s%s]",
-		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, r.wall().Seconds(), res.Model.Seconds(), setup, res.Setup.Seconds(),
-		discarded, waited, est)
+	fmt.Fprintln(w, r.CostLine())
 }
 
 // exitError maps a run's status to the exit code of DESIGN.md.
-func (r askResult) exitError() error {
-	switch r.res.Status {
+func exitError(res *agent.Result) error {
+	switch res.Status {
 	case agent.Answered:
 		return nil
 	case agent.ModelFailed, agent.KernelFailed:
-		return r.res.Err
+		return res.Err
 	}
-	msg := string(r.res.Status)
-	if r.res.Err != nil {
-		msg += ": " + r.res.Err.Error()
+	msg := string(res.Status)
+	if res.Err != nil {
+		msg += ": " + res.Err.Error()
 	}
 	return &noAnswerError{msg: "no answer: " + msg}
 }

@@ -854,11 +854,11 @@ func (o *benchOptions) spec(ctx context.Context, s *benchSetup, run *bench.Run, 
 		return bench.Spec{}, err
 	}
 	if docker {
-		if sp.Runtime.ImageID, err = dockerImageID(ctx, sp.Sandbox.Image); err != nil {
+		if sp.Runtime.ImageID, err = sandbox.ImageID(ctx, sp.Sandbox.Image); err != nil {
 			return bench.Spec{}, fmt.Errorf("the kernel image %s: %w", sp.Sandbox.Image, err)
 		}
 	} else {
-		sp.Runtime.Interpreter = o.sandbox.runtimeIdentity(s.language, "")
+		sp.Runtime.Interpreter = o.sandbox.openOptions(s.language).RuntimeIdentity("")
 	}
 	return sp, nil
 }
