@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
@@ -178,6 +179,9 @@ func checkAskData(dir string) error {
 	case errors.Is(err, os.ErrNotExist):
 		return inputErrorf("--data %s: no such folder; give the folder that holds the data files", dir)
 	case err != nil:
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			err = pe.Err // the path is said already
+		}
 		return inputErrorf("--data %s: %v", dir, err)
 	case !st.IsDir():
 		return inputErrorf("--data %s: not a folder but a file; give the folder that holds the data files", dir)
