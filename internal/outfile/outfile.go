@@ -3,7 +3,8 @@
 //
 //   - an output is refused when it exists and force is off, when it is a
 //     folder, or when its folder is missing or takes no new files
-//     (CheckOutput, CheckWritableDir), all before any work is done;
+//     (CheckOutput, CheckWritableDir; CheckNewDir for a folder to make),
+//     all before any work is done;
 //   - a whole file is written atomically (WriteAtomic): through a
 //     temporary file in the same folder, so no one sees half of it, and
 //     without force it never replaces a file that appeared meanwhile;
@@ -78,6 +79,17 @@ func CheckWritableDir(dir, target string) error {
 	_ = f.Close()
 	_ = os.Remove(name)
 	return nil
+}
+
+// CheckNewDir is an *InputError unless the folder dir, which does not
+// exist yet, can be made with its parents: the nearest of its parents
+// that exists must be a folder that takes new files (CheckWritableDir).
+func CheckNewDir(dir string) error {
+	parent := filepath.Dir(filepath.Clean(dir))
+	for !Exists(parent) && parent != filepath.Dir(parent) {
+		parent = filepath.Dir(parent)
+	}
+	return CheckWritableDir(parent, dir)
 }
 
 // CheckDataDir is an *InputError unless dir is a folder. Its text begins

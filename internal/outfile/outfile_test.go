@@ -128,3 +128,17 @@ func TestSameFileAndInside(t *testing.T) {
 	assert.False(t, Inside(filepath.Join(dir, "other"), real))
 	assert.False(t, Inside(dir, real))
 }
+
+func TestCheckNewDir(t *testing.T) {
+	dir := t.TempDir()
+	assert.NoError(t, CheckNewDir(filepath.Join(dir, "a", "b", "c")), "made with its parents")
+	file := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	isInput(t, CheckNewDir(filepath.Join(file, "sub")), "is not a folder")
+	if os.Geteuid() != 0 {
+		ro := filepath.Join(dir, "ro")
+		require.NoError(t, os.Mkdir(ro, 0o555))
+		t.Cleanup(func() { _ = os.Chmod(ro, 0o755) })
+		isInput(t, CheckNewDir(filepath.Join(ro, "x", "y")), "the folder "+ro+" does not take new files")
+	}
+}
