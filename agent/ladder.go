@@ -61,6 +61,19 @@ func LadderNames() []string {
 	return names
 }
 
+// ConditionsOf is the names of the built-in conditions that speak
+// protocol p, in ladder order (B and B0 for eval); none for a protocol no
+// rung speaks.
+func ConditionsOf(p session.Protocol) []string {
+	var names []string
+	for _, r := range ladder {
+		if r.Protocol == p {
+			names = append(names, r.Name)
+		}
+	}
+	return names
+}
+
 // BuiltinRung is the built-in condition named name, in any case (b0 is
 // B0); false when there is none.
 func BuiltinRung(name string) (Rung, bool) {

@@ -170,6 +170,31 @@ func DefaultConfig() Config {
 	}
 }
 
+// DefaultModelName is the model asked at OpenAI when none is named.
+const DefaultModelName = "gpt-4o-mini"
+
+// DefaultModel is the model to ask when the user names none:
+// $CTXCODE_MODEL, else DefaultModelName when the endpoint is OpenAI's.
+// baseURL is the endpoint the user named ("" for $OPENAI_BASE_URL). The
+// error, a sentence for the user, is no model configured at all (no key,
+// no endpoint), or another endpoint (a local server) whose model only the
+// user can name.
+func DefaultModel(baseURL string) (string, error) {
+	if name := os.Getenv("CTXCODE_MODEL"); name != "" {
+		return name, nil
+	}
+	if baseURL == "" {
+		baseURL = os.Getenv("OPENAI_BASE_URL")
+	}
+	switch {
+	case os.Getenv("OPENAI_API_KEY") == "" && baseURL == "":
+		return "", errors.New("no model is configured: set OPENAI_API_KEY (and --model), or OPENAI_BASE_URL or --base-url for a local server, or use --model reference to run the built-in tasks offline")
+	case baseURL != "" && strings.TrimRight(baseURL, "/") != OpenAIBaseURL:
+		return "", fmt.Errorf("name the model to ask at %s with --model NAME (or $CTXCODE_MODEL)", SafeURL(baseURL))
+	}
+	return DefaultModelName, nil
+}
+
 // String shows the configuration with the key redacted.
 func (c Config) String() string {
 	key := "[unset]"

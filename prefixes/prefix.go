@@ -148,6 +148,43 @@ func Parse(file string, src []byte) (*Prefix, error) {
 	return p, nil
 }
 
+// SplitCells splits percent-format text given by hand (ctxcode exec's
+// standard input) into its cells' code: a marker line as Parse reads them
+// ("# %%", "// %%") ends a cell and starts the next, and the text before
+// the first marker is a cell too. Unlike Parse it reads no header: a cell
+// with nothing but comments ("#" or "//") and blank lines, such as a
+// file's header, is dropped.
+func SplitCells(src string) []string {
+	var cells, cur []string
+	flush := func() {
+		if c := strings.Trim(strings.Join(cur, "\n"), "\n"); hasCode(c) {
+			cells = append(cells, c)
+		}
+		cur = cur[:0]
+	}
+	for _, line := range strings.Split(strings.ReplaceAll(src, "\r\n", "\n"), "\n") {
+		if isMarker(strings.TrimSpace(line)) {
+			flush()
+			continue
+		}
+		cur = append(cur, line)
+	}
+	flush()
+	return cells
+}
+
+// hasCode says whether cell has a line that is neither blank nor a
+// comment.
+func hasCode(cell string) bool {
+	for _, line := range strings.Split(cell, "\n") {
+		l := strings.TrimSpace(line)
+		if l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "//") {
+			return true
+		}
+	}
+	return false
+}
+
 func isMarker(line string) bool {
 	for _, m := range []string{"# %%", "// %%"} {
 		if line == m || strings.HasPrefix(line, m+" ") {

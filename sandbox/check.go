@@ -28,10 +28,10 @@ func (c *Config) Check() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.Memory < MinMemory {
-		bad("--memory %s: below Docker's minimum of %s: give a limit such as 512m or 2g (the default)", sizeText(c.Memory), sizeText(MinMemory))
+		bad("--memory %s: below Docker's minimum of %s: give a limit such as 512m or 2g (the default)", FormatSize(c.Memory), FormatSize(MinMemory))
 	}
 	if c.Swap != 0 && c.Swap != -1 && c.Swap < c.Memory {
-		bad("--memory-swap %s: below --memory %s: it is memory plus swap, so give at least --memory (or leave it out: no swap)", sizeText(c.Swap), sizeText(c.Memory))
+		bad("--memory-swap %s: below --memory %s: it is memory plus swap, so give at least --memory (or leave it out: no swap)", FormatSize(c.Swap), FormatSize(c.Memory))
 	}
 	if c.CPUs <= 0 {
 		bad("--cpus %s: give a positive number of CPUs, such as 0.5 or 2 (default 1)", strconv.FormatFloat(c.CPUs, 'f', -1, 64))
@@ -87,17 +87,4 @@ func (c *Config) checkDaemon(ctx context.Context, cli *client.Client) error {
 		return &InputError{Err: errors.Join(errs...)}
 	}
 	return nil
-}
-
-// sizeText writes n bytes as the size flags take them: 6m, 2g, 1536k, 100.
-func sizeText(n int64) string {
-	for _, u := range []struct {
-		size int64
-		unit string
-	}{{1 << 30, "g"}, {1 << 20, "m"}, {1 << 10, "k"}} {
-		if n != 0 && n%u.size == 0 {
-			return strconv.FormatInt(n/u.size, 10) + u.unit
-		}
-	}
-	return strconv.FormatInt(n, 10)
 }

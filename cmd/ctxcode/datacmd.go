@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/internal/outfile"
 )
 
 const dataUsage = `Usage:
@@ -52,14 +52,8 @@ func parseDataGen(args []string, stderr io.Writer) (*dataGenOptions, error) {
 	}
 	if st, err := os.Stat(o.out); err == nil && !st.IsDir() {
 		return nil, usagef("data gen: --out %s is a file: name a folder (new or empty) to write the dataset into", o.out)
-	} else if err != nil {
-		// A new folder: made with its parents, under the nearest folder
-		// that exists, which must take new files.
-		parent := filepath.Dir(filepath.Clean(o.out))
-		for !exists(parent) && parent != filepath.Dir(parent) {
-			parent = filepath.Dir(parent)
-		}
-		if err := checkWritableDir("data gen", parent, o.out); err != nil {
+	} else if err != nil { // a new folder, made with its parents
+		if err := fileErr("data gen", ": ", outfile.CheckNewDir(o.out)); err != nil {
 			return nil, err
 		}
 	}

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"time"
 
@@ -108,36 +106,14 @@ func parseExec(args []string, stdin io.Reader, stderr io.Writer) (*execOptions, 
 	return o, nil
 }
 
-var cellMarker = regexp.MustCompile(`^#\s*%%`)
-
-// readCells splits percent-format text into cells. Cells with nothing but
-// comments and blank lines (such as a file's header) are dropped.
+// readCells reads percent-format cells from r (prefixes.SplitCells); from
+// a terminal, none.
 func readCells(r io.Reader) ([]string, error) {
-	if r == nil {
-		return nil, nil
-	}
-	if terminal(r) {
+	if r == nil || terminal(r) {
 		return nil, nil // a terminal: do not wait for typing
 	}
-	var cells []string
-	var cur []string
-	flush := func() {
-		if c := strings.Trim(strings.Join(cur, "\n"), "\n"); hasCode(c) {
-			cells = append(cells, c)
-		}
-		cur = cur[:0]
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		if cellMarker.MatchString(sc.Text()) {
-			flush()
-			continue
-		}
-		cur = append(cur, sc.Text())
-	}
-	flush()
-	return cells, sc.Err()
+	b, err := io.ReadAll(r)
+	return prefixes.SplitCells(string(b)), err
 }
 
 // execRecord is one line of exec --json.
@@ -224,13 +200,4 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 	return nil
-}
-
-func hasCode(cell string) bool {
-	for _, line := range strings.Split(cell, "\n") {
-		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
-			return true
-		}
-	}
-	return false
 }

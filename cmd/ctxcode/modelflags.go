@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"strings"
 	"time"
 
 	"github.com/ctxcode/ctxcode/agent"
@@ -68,25 +66,14 @@ func (m *modelFlags) check() error {
 	return nil
 }
 
-// defaultModel is the model to ask when none is named: $CTXCODE_MODEL,
-// else gpt-4o-mini at OpenAI; a usage error (what says which command)
-// when no model is configured, or when a local server is named without a
-// model.
+// defaultModel is the model to ask when none is named (llm.DefaultModel);
+// a usage error, what says which command, when there is none.
 func (m *modelFlags) defaultModel(what string) (string, error) {
-	if name := os.Getenv("CTXCODE_MODEL"); name != "" {
-		return name, nil
+	name, err := llm.DefaultModel(m.baseURL)
+	if err != nil {
+		return "", usagef("%s: %v", what, err)
 	}
-	base := m.baseURL
-	if base == "" {
-		base = os.Getenv("OPENAI_BASE_URL")
-	}
-	switch {
-	case os.Getenv("OPENAI_API_KEY") == "" && base == "":
-		return "", usagef("%s: no model is configured: set OPENAI_API_KEY (and --model), or OPENAI_BASE_URL or --base-url for a local server, or use --model reference to run the built-in tasks offline", what)
-	case base != "" && strings.TrimRight(base, "/") != llm.OpenAIBaseURL:
-		return "", usagef("%s: name the model to ask at %s with --model NAME (or $CTXCODE_MODEL)", what, llm.SafeURL(base))
-	}
-	return "gpt-4o-mini", nil
+	return name, nil
 }
 
 // endpoint is the base URL the models are asked at, without credentials.

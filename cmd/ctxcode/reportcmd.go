@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/ctxcode/ctxcode/bench"
 	reports "github.com/ctxcode/ctxcode/report"
@@ -103,55 +101,37 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		runs = append(runs, r)
 	}
-	mdPath, htmlPath := *md, *html
-	if mdPath == "" {
-		mdPath = filepath.Join(runs[0].Dir, bench.ReportMarkdown)
+	paths := reports.DefaultPaths(runs[0].Dir)
+	if *md != "" {
+		paths.MD = *md
 	}
-	if htmlPath == "" {
-		htmlPath = filepath.Join(runs[0].Dir, bench.ReportHTML)
+	if *html != "" {
+		paths.HTML = *html
 	}
-	if err := checkReportOutputs(runs, mdPath, htmlPath, *notebooks, *force); err != nil {
-		return err
+	var ie *reports.InputError
+	if err := reports.CheckOutputs(runs, paths, *notebooks, *force); errors.As(err, &ie) {
+		return usagef("report: %v", err)
+	} else if err != nil {
+		return fmt.Errorf("report: %w", err)
 	}
 	rep, err := reports.Build(runs, opts)
-	var ie *reports.InputError
 	if errors.As(err, &ie) {
 		return usagef("%v", err)
 	}
 	if err != nil {
 		return err
 	}
-
 	if *notebooks {
-		if err := writeNotebooks(runs[0], stderr); err != nil {
-			return err
+		warnings, err := reports.WriteNotebooks(runs[0])
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "ctxcode: report: %s\n", w)
 		}
-	}
-	var mdBuf bytes.Buffer
-	var links []string // from the Markdown's folder to each run
-	for _, r := range runs {
-		link, err := filepath.Rel(filepath.Dir(absPath(mdPath)), absPath(r.Dir))
 		if err != nil {
-			link = absPath(r.Dir)
+			return fmt.Errorf("report: %w", err)
 		}
-		links = append(links, filepath.ToSlash(link))
 	}
-	if err := reports.Markdown(&mdBuf, rep, links...); err != nil {
-		return err
-	}
-	if err := writeAtomic("report", mdPath, mdBuf.Bytes(), true); err != nil {
-		return err
-	}
-	var htmlBuf bytes.Buffer
-	htmlLink, err := filepath.Rel(filepath.Dir(absPath(htmlPath)), absPath(runs[0].Dir))
-	if err != nil {
-		htmlLink = absPath(runs[0].Dir)
-	}
-	if err := reports.HTMLAt(&htmlBuf, rep, runs, filepath.ToSlash(htmlLink)); err != nil {
-		return err
-	}
-	if err := writeAtomic("report", htmlPath, htmlBuf.Bytes(), true); err != nil {
-		return err
+	if err := reports.Write(runs, rep, paths); err != nil {
+		return fmt.Errorf("report: %w", err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -161,111 +141,10 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	} else {
-		fmt.Fprintf(stdout, "wrote %s and %s\n", mdPath, htmlPath)
+		fmt.Fprintf(stdout, "wrote %s and %s\n", paths.MD, paths.HTML)
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(stderr, "ctxcode: note: %s\n", n)
 	}
 	return nil
-}
-
-// checkReportOutputs refuses, before anything is written, the files the
-// report would write that it may not: --md and --html naming one file or a
-// file of a run; and, unless force, any of them or of the notebooks (with
-// notebooks) that ctxcode did not write, or that was changed since.
-func checkReportOutputs(runs []*reports.Run, mdPath, htmlPath string, notebooks, force bool) error {
-	if sameFile(mdPath, htmlPath) {
-		return usagef("report: the Markdown and the HTML would both be written to %s: give --md and --html a file each", mdPath)
-	}
-	for _, out := range []struct{ flag, path string }{{"--md", mdPath}, {"--html", htmlPath}} {
-		for _, r := range runs {
-			if runFile(r.Dir, out.path) {
-				return usagef("report: %s %s is a file of the run in %s: name another file", out.flag, out.path, r.Dir)
-			}
-		}
-		if err := checkOutput("report", out.path, true); err != nil { // a folder, or one that takes no files
-			return err
-		}
-	}
-	paths := []string{mdPath, htmlPath}
-	if notebooks {
-		for _, t := range runs[0].Final {
-			if t.Trajectory != "" {
-				paths = append(paths, filepath.Join(runs[0].Dir, filepath.FromSlash(reports.NotebookPath(t.Trajectory))))
-			}
-		}
-	}
-	return checkGenerated("report", paths, force)
-}
-
-// sameFile says whether the paths a and b name one file: the same path
-// once absolute and clean, their folders' links resolved, or one file.
-func sameFile(a, b string) bool {
-	if resolvedPath(a) == resolvedPath(b) {
-		return true
-	}
-	sa, errA := os.Stat(a)
-	sb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(sa, sb)
-}
-
-// resolvedPath is p absolute, with its folder's links resolved.
-func resolvedPath(p string) string {
-	p = absPath(p)
-	if d, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
-		return filepath.Join(d, filepath.Base(p))
-	}
-	return p
-}
-
-// runFile says whether path is a file that ctxcode bench made in the run
-// directory dir: its run.json, its trials.jsonl, or anything under its
-// trajectories.
-func runFile(dir, path string) bool {
-	for _, name := range []string{bench.SpecFile, bench.TrialsFile} {
-		if sameFile(path, filepath.Join(dir, name)) {
-			return true
-		}
-	}
-	return inside(path, filepath.Join(dir, bench.TrajectoryDir))
-}
-
-// writeNotebooks writes the notebook of every trial of r under
-// r.Dir/notebooks/ (replacing what an earlier report wrote there). A
-// trajectory that cannot be read (Run.ReadTrajectory: none recorded,
-// outside the run directory, unreadable), is larger than
-// reports.MaxTrajectoryBytes or is malformed is a warning and no notebook:
-// its link is dead.
-func writeNotebooks(r *reports.Run, stderr io.Writer) error {
-	if err := os.MkdirAll(filepath.Join(r.Dir, bench.NotebookDir), 0o755); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	for _, t := range r.Final {
-		b, cut, err := r.ReadTrajectory(t)
-		switch {
-		case err != nil:
-			fmt.Fprintf(stderr, "ctxcode: report: trial %s: %v; no notebook\n", t.Key, err)
-			continue
-		case cut:
-			fmt.Fprintf(stderr, "ctxcode: report: trial %s: the trajectory %s is larger than %d MB; no notebook (ctxcode notebook writes one)\n",
-				t.Key, t.Trajectory, reports.MaxTrajectoryBytes>>20)
-			continue
-		}
-		nb, err := reports.TrajectoryNotebook(bytes.NewReader(b))
-		if err != nil {
-			fmt.Fprintf(stderr, "ctxcode: report: trial %s: %s: %v; no notebook\n", t.Key, t.Trajectory, err)
-			continue
-		}
-		if err := writeAtomic("report", filepath.Join(r.Dir, reports.NotebookPath(t.Trajectory)), nb, true); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
 }

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ctxcode/ctxcode/kernel"
@@ -65,39 +62,11 @@ func registerFollowLinks(fs *flagSet, v *bool) {
 	fs.BoolVar(v, "follow-links", false, "take the files that links in --data lead to outside it (skipped by default, with a warning)")
 }
 
-// noteData tells stderr what of the data folder dir no kernel sees, and so
-// no model is told of (links that lead out of it, links to folders, named
-// pipes, sockets, devices, files ctxcode cannot read), and, with follow, which links out of it are
-// taken. A folder that cannot be walked is said nothing of here: what
-// needs it says why.
+// noteData tells stderr what of the data folder dir no kernel sees
+// (kernel.DataNotes).
 func noteData(dir string, follow bool, stderr io.Writer) {
-	const most = 20
-	var lines []string
-	more := 0
-	add := func(line string) {
-		if len(lines) < most {
-			lines = append(lines, line)
-		} else {
-			more++
-		}
-	}
-	_ = kernel.WalkReadOnly(dir, kernel.WalkOptions{FollowLinks: follow, Skipped: func(s kernel.DataSkip) {
-		line := fmt.Sprintf("ctxcode: warning: skipped %s: %s; no kernel sees it", filepath.Join(dir, s.Rel), s.Why)
-		if s.Outside {
-			line += " (--follow-links takes it)"
-		}
-		add(line)
-	}}, func(e kernel.DataEntry) error {
-		if e.Outside {
-			add(fmt.Sprintf("ctxcode: --follow-links: took %s, a link to %s, outside the data folder", filepath.Join(dir, e.Rel), e.Link))
-		}
-		return nil
-	})
-	for _, l := range lines {
-		fmt.Fprintln(stderr, l)
-	}
-	if more > 0 {
-		fmt.Fprintf(stderr, "ctxcode: and %d more entries of %s like these\n", more, dir)
+	for _, l := range kernel.DataNotes(dir, follow) {
+		fmt.Fprintln(stderr, "ctxcode: "+l)
 	}
 }
 
@@ -159,45 +128,18 @@ func (s *sandboxFlags) dockerConfig() sandbox.Config {
 	return cfg
 }
 
-// byteSize is a flag for sizes such as 512m or 2g (powers of 1024).
+// byteSize is a flag for sizes such as 512m or 2g (sandbox.ParseSize).
 type byteSize int64
 
-func (b *byteSize) String() string {
-	const gib, mib = 1 << 30, 1 << 20
-	switch n := int64(*b); {
-	case n > 0 && n%gib == 0:
-		return strconv.FormatInt(n/gib, 10) + "g"
-	case n > 0 && n%mib == 0:
-		return strconv.FormatInt(n/mib, 10) + "m"
-	default:
-		return strconv.FormatInt(n, 10)
-	}
-}
+func (b *byteSize) String() string { return sandbox.FormatSize(int64(*b)) }
 
 // Type names the value in the flag help.
 func (b *byteSize) Type() string { return "size" }
 
 func (b *byteSize) Set(s string) error {
-	mult := int64(1)
-	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "ib"), "b")
-	if t != "" {
-		switch t[len(t)-1] {
-		case 'k':
-			mult = 1 << 10
-		case 'm':
-			mult = 1 << 20
-		case 'g':
-			mult = 1 << 30
-		}
-		if mult > 1 {
-			t = t[:len(t)-1]
-		}
+	n, err := sandbox.ParseSize(s)
+	if err == nil {
+		*b = byteSize(n)
 	}
-	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || n < 0 {
-		return fmt.Errorf("%q is not a size: expected a number with an optional unit k, m or g (e.g. 512m)", s)
-	}
-	*b = byteSize(n * float64(mult))
-	return nil
+	return err
 }

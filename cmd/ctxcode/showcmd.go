@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/session"
 )
@@ -89,8 +91,8 @@ func runPrefixShow(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintln(tw, "protocol\tconditions\tmessages\ttools\ttokens\t")
 	}
 	for _, p := range protocols {
-		in := o.prefix.Input(cells, o.question)
-		in.Budget = o.budget
+		// The first request Run would send, as agent.FirstRequest renders it.
+		s := &agent.Session{Prefix: o.prefix, Cells: cells}
 		if p == session.CLI {
 			if o.dataDir == "" {
 				return usagef("--protocol cli shows the skill document of --data DIR: give the data folder")
@@ -99,9 +101,9 @@ func runPrefixShow(ctx context.Context, args []string, stdout, stderr io.Writer)
 			if err != nil {
 				return usagef("skill document: %v", err)
 			}
-			in = session.Input{Skill: skill, Question: o.question, Budget: o.budget}
+			s = &agent.Session{Skill: skill}
 		}
-		req, err := session.Render(p, in)
+		req, err := agent.FirstRequest(s, agent.Config{Protocol: p, OutputBudget: o.budget}, o.question)
 		if err != nil {
 			return err
 		}
@@ -111,7 +113,7 @@ func runPrefixShow(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		switch {
 		case o.protocol == "all":
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t\n", p, conditionsOf(p), len(req.Messages), len(req.Tools), tokens)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t\n", p, strings.Join(agent.ConditionsOf(p), ", "), len(req.Messages), len(req.Tools), tokens)
 		case o.json:
 			_, err = stdout.Write(req.JSON())
 			return err
@@ -122,16 +124,4 @@ func runPrefixShow(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	return tw.Flush()
-}
-
-func conditionsOf(p session.Protocol) string {
-	switch p {
-	case session.CLI:
-		return "A"
-	case session.Eval:
-		return "B, B0"
-	case session.Bare:
-		return "D"
-	}
-	return "C"
 }
