@@ -22,51 +22,7 @@ import (
 	"github.com/ctxcode/ctxcode/session"
 )
 
-const askUsage = `Usage:
-  ctxcode ask [--data DIR] [--prefix P] [--condition A|B|B0|D|C | --mode loop|oneshot]
-              [--model M] [--task ID] [--trajectory FILE] [--json] [flags] [QUESTION]
-
-Asks a model a question about the data. The model continues a live session
-whose prefix already loaded the data: in the loop (the default, condition D)
-each of its messages runs as the next cell until executed code calls
-ANSWER(value); in one shot (C) it writes one code block that runs once.
-Prints the answer, then one line of cost.
-
---condition names a rung of the ladder whole: A, the CLI agent (no prefix: a
-skill document, and read and bash tools in the same sandbox; it answers with
-a final "ANSWER: v"); B, an eval tool over the prefix; B0, the same with a
-prefix that binds nothing (the control of --prefix: pm-nobind for pm,
-NAME-nobind beside a file NAME.py, or a -nobind prefix named with --prefix);
-D, the bare loop; C, the one shot.
---mode and --protocol are the finer controls; they may not contradict it.
-
-Without --data, the built-in project-management data set is used (generated
-once into the cache folder, tier xl) with the pm prefix. With --data, a
-folder made by "ctxcode data gen" gets pm; any other folder gets a prefix
-written on the fly by "ctxcode prefix init".
-
---task ID asks a built-in task and grades the answer ("ctxcode tasks --data DIR"
-lists them). To ask every task, in several conditions, use ctxcode bench: it
-runs them in parallel, keeps every trial and resumes.
-
-The prefix's built cells are kept in the cache folder (transcripts/ beside
-the built-in data, e.g. ~/.cache/ctxcode/transcripts), keyed by the prefix,
-the data (file names, sizes and times), the image or interpreter and the
-kernel driver. With an entry, the first request goes out at once while the
-kernel starts and builds the prefix; before the model's first cell runs the
-live outputs must be the cached ones byte for byte, else the reply is
-discarded (counted in the cost) and the request sent again. --no-cache builds
-the prefix first and keeps nothing. Condition A has no prefix: its first
-request always goes out while the kernel starts.
-
-Models: --model NAME is sent to the OpenAI-compatible endpoint at --base-url
-(default $OPENAI_BASE_URL, else OpenAI) with the key in $OPENAI_API_KEY; the
-default name is $CTXCODE_MODEL, else gpt-4o-mini. --model reference is the
-offline model: it plays each built-in task's reference solution.
-
-Exit codes: 0 answered; 1 kernel, sandbox or model API failure; 2 bad input;
-3 no answer within the budget; 130 interrupted (what finished is printed).
-`
+var askUsage = helpText("ask")
 
 type askOptions struct {
 	sandbox    sandboxFlags

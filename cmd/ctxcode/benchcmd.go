@@ -27,76 +27,7 @@ import (
 	"github.com/ctxcode/ctxcode/session"
 )
 
-const benchUsage = `Usage:
-  ctxcode bench --out RUNDIR [--conditions A,B,B0,D,C] [--model M[,M2...]] [--reps N]
-                [--parallel N] [--resume] [--tier s|m|xl --seed S | --data DIR]
-                [--tasks FILE --data DIR --prefix P [--control P0]] [--task ID,...]
-                [--conditions-file F] [--order-seed N] [flags]
-
-Runs the cost ladder as an experiment: every (model, condition, task, rep)
-is one trial in a fresh kernel whose prefix is already built, several at a
-time. Each trial's line is written to RUNDIR/trials.jsonl as it ends, with
-its trajectory under RUNDIR/trajectories/; RUNDIR/run.json holds the run's
-configuration. At the end it prints accuracy and cost per model and
-condition.
-
-A run survives a crash: run the same command again (or add --resume) and
-only the trials that have no line, or ended in an infrastructure failure
-(a kernel that would not start or restart, the sandbox, or the model's API
-after its retries), run again; a finished trial never does. A kernel the
-model's own code killed (an exit, out of memory, a cell past the hard
-deadline) is the model's result: status kernel_died, graded wrong. A RUNDIR
-that holds a run with another configuration is refused, with the
-differences named: run.json pins the models' sampling, the conditions'
-first requests, the tasks, data, budgets, --parallel, the sandbox's limits
-and network, the kernel driver, the image or interpreter, and the ctxcode
-version. --force discards it: run.json, trials.jsonl, its trials'
-trajectories and the report's files as report wrote them; other files in
-the folder, and report files or notebooks you changed, stay, and are
-named.
-
-Tasks: the built-in tasks of the project-management data (--tier, default
-xl, and --seed, default 1, generated once into the cache folder), or of a
-folder made by "ctxcode data gen" (--data). Your own: --tasks FILE, JSON
-lines {"id", "question", "answer_type", "gold" | "gold_code", "solution"?}
-over --data DIR and --prefix P (gold_code runs over the prefix in a fresh
-kernel and calls ANSWER(gold); solution is what --model reference plays).
-The task file must lie outside --data, where no kernel sees it.
-
-The run folder is closed to other users. With --sandbox local, a model
-behind an API runs only where its kernels cannot read the run or the task
-file: when ctxcode runs as root (the kernels run as nobody, each in its own
-namespaces) and the task file is closed to other users. Elsewhere use
-Docker, or --unsafe-local to accept it.
-
-Conditions: --conditions names built-in ones (A, B, B0, D, C);
---conditions-file F adds variants of them, one JSON object per line:
-  {"name": "D-v3", "base": "D", "rules": "", "prefix": "P"}
-name is the variant's own; base the built-in condition it changes; rules,
-when given, replaces the base's whole rules text ("" for none: the seed's
-v3); prefix, when given, is the prefix it starts from (a built-in name, or
-a file relative to F). B0 starts from the control of the prefix, the same
-demonstration with nothing bound: pm-nobind for pm, NAME-nobind.py beside a
-file NAME.py (ctxcode prefix init writes both), or the one --control names.
-
-Order: the trials run interleaved, each task in every condition (in an
-order drawn anew) before the next task, from a seed kept in run.json; a
-resume keeps it. --order-seed N gives it (default: drawn, and printed).
-
---parallel defaults to the number of CPUs for the reference model (its
-trials are kernel work), and to 4 per CPU (at most 16) for a model behind
-an API, whose trials mostly wait for it. A 429 slows every worker.
-
-Caps, far above a meant run, so that a typo is refused at once: --reps
-at most 1000, --parallel at most 256, and at most 100000 trials (models x
-conditions x tasks x reps) in one run.
-
-Exit codes: 0 every trial has a result (right or wrong); 1 a kernel,
-sandbox or API failure stopped the run, or some trials ended in one, or
-the run folder could not be written (a full disk: a trial whose
-trajectory was not written whole has no result) (run again to retry
-them); 2 bad input; 130 interrupted (the run resumes).
-`
+var benchUsage = helpText("bench")
 
 // The caps of a run, far above what a run is meant to be, so that a typo
 // (--reps 100000000) is refused at once rather than planned for minutes in

@@ -11,20 +11,7 @@ import (
 	"github.com/ctxcode/ctxcode/internal/outfile"
 )
 
-const dataUsage = `Usage:
-  ctxcode data gen --tier s|m|xl --seed N --out DIR [--force]
-
-Generates a project-management workspace: teams, users, projects, tasks and
-events as JSON lines, with a manifest.json (tier, seed, generator version,
-row counts, sha256 of each file). The same tier and seed give byte-identical
-files. DIR is made if needed; a DIR that is not empty is refused unless
---force, which overwrites the dataset's files and leaves others alone.
-
-Tiers (teams, users, projects, tasks, events):
-  s     3,  30,  8,   500,  2000
-  m    10, 100, 25,  1500,  6000
-  xl   30, 300, 80,  5000, 20000
-`
+var dataUsage = helpText("data")
 
 type dataGenOptions struct {
 	tier  datasets.Tier

@@ -14,22 +14,7 @@ import (
 	"github.com/ctxcode/ctxcode/session"
 )
 
-const execUsage = `Usage:
-  ctxcode exec [flags] -- CELL [CELL ...]
-  ctxcode exec [flags] < cells.py        (cells separated by "# %%" lines)
-
-Runs the cells, in order, in one fresh kernel whose working directory shows
-the data folder as data/, and prints them IPython style (In [n]:, the cell's
-output, Out[n]: or the traceback). A cell that raises does not stop the
-session: the next cells still run, as in a notebook. The exit code is 0 when
-every cell ran, 1 when the kernel itself failed (died, or was killed at its
-hard deadline), 2 for bad input.
-
-Examples:
-  ctxcode exec -- 'x = 41' 'x + 1'
-  ctxcode exec --lang go -- 'x := 41' 'x + 1'
-  ctxcode exec --data ./data --json -- 'import os; os.listdir("data")'
-`
+var execUsage = helpText("exec")
 
 type execOptions struct {
 	sandbox    sandboxFlags

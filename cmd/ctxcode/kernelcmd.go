@@ -8,12 +8,7 @@ import (
 	"github.com/ctxcode/ctxcode/kernel"
 )
 
-const kernelUsage = `Usage:
-  ctxcode kernel serve --lang go    serve the kernel protocol on stdin/stdout
-  ctxcode kernel driver             print the Python kernel driver (run it as python3 -u -c)
-
-These are the plumbing ctxcode uses to start kernels; people rarely need them.
-`
+var kernelUsage = helpText("kernel")
 
 func runKernel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {

@@ -14,27 +14,7 @@ import (
 	"github.com/ctxcode/ctxcode/session"
 )
 
-const prefixUsage = `Usage:
-  ctxcode prefix init   --data DIR [--lang python|go] [--out FILE] [--force] [--memory SIZE] [--follow-links]
-                                                write a prefix for a folder of .jsonl, .json, .csv and .tsv files
-                                                (with --out NAME.py, its control NAME-nobind.py beside it, for B0)
-                                                (and warn when its data would fill much of --memory, 2g by default)
-  ctxcode prefix show   P --data DIR [--protocol bare|eval|transcript|cli|all] [--question Q] [--json] [flags]
-                                                build P in a fresh kernel and print it as the model sees it,
-                                                with its token count (all: a table of every protocol)
-  ctxcode prefix verify P --data DIR [flags]    build P twice in fresh kernels; fail on any difference,
-                                                a failing cell, or a transcript over --max-tokens
-  ctxcode prefix export P --data DIR --out F.ipynb [--force] [flags]
-                                                build P in a fresh kernel and write it as a Jupyter notebook
-                                                with the real outputs
-  ctxcode prefix import F.ipynb [--out FILE] [--force]
-                                                print a notebook's code cells as a percent-format prefix
-                                                (outputs are dropped: a build recomputes them)
-
-P is a built-in prefix (pm, pm-nobind, pm-go), a percent-format file (cells separated by
-"# %%" lines) or a Jupyter notebook (.ipynb).
-Every output in a transcript comes from a real kernel; nothing is written by hand.
-`
+var prefixUsage = helpText("prefix")
 
 type prefixOptions struct {
 	sandbox   sandboxFlags

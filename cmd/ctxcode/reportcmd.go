@@ -12,55 +12,7 @@ import (
 	reports "github.com/ctxcode/ctxcode/report"
 )
 
-const reportUsage = `Usage:
-  ctxcode report RUNDIR [RUNDIR2] [--md FILE] [--html FILE] [--json] [--baseline C] [--prices FILE] [--notebooks]
-
-Reads a run directory written by "ctxcode bench" (nothing else: it works on
-a run from another machine) and writes the ladder: per model and condition,
-accuracy with a 95% interval over tasks (Wilson at the effective number
-of tasks a bootstrap over tasks measures), turns, context, output, cached
-and reasoning tokens and wall time (mean with a bootstrap 95% interval
-over tasks, median, IQR), infrastructure failures and budget stops
-counted apart, an interval over fewer than two tasks shown as "n < 2"; the
-attribution of the cost gap layer by layer, paired by task
-(representation B0/A, working habits B/B0, protocol D/B, loop C/D: geometric
-means of per-task ratios, and the accuracy difference); every condition
-against --baseline (default A); and a table per task linking each trial's
-trajectory.
-
-With two run directories the second is compared with the first, paired by
-condition and task (two models, or a harness before and after a change);
-the ladder shows both, the attribution and the comparisons with --baseline
-are of the first run (their titles say so), and each run has its per-task
-table linking its own trajectories (--notebooks writes the first run's).
-
-Writes RUNDIR/report.md and RUNDIR/report.html, or the files --md and
---html name (two files, neither one of the run's). --json prints every
-number as one JSON
-object on stdout. --prices FILE is a JSON object from model name to
-{"input", "cached_input", "output"} in USD per 1M tokens: money is shown
-only then. input and output are required; cached_input left out is the
-input price (cached tokens cost as much as the rest); another field is an
-error; a model of the run that the file has no price for gets no money,
-and a note. --notebooks writes every trial as a Jupyter notebook under
-RUNDIR/notebooks/ (as ctxcode notebook does) and links each from the
-report (the Markdown's per-task table, the HTML's transcripts): a
-trajectory outside the run directory, unreadable or larger than 16 MB is
-a warning, and no notebook.
-
-Never over your files: every file report writes carries a mark with a
-hash of its content (a comment atop the Markdown, a generator meta tag in
-the HTML, a field of a notebook's metadata), and a later report replaces
-a file only while it is its own and unchanged. A file it did not write,
-or one changed since (a notebook saved in Jupyter), stops the report
-before anything is written: move it away, or pass --force, which
-overwrites the report's files and the notebooks whoever wrote them.
-
-Exit codes: 0 written; 1 a file could not be written; 2 bad input (not a run
-directory, a malformed log or prices file, an unknown --baseline, --md and
---html naming one file, a file to write that is not report's own or was
-changed since, without --force).
-`
+var reportUsage = helpText("report")
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", reportUsage, stderr)

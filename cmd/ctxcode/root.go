@@ -35,27 +35,7 @@ type noAnswerError struct{ msg string }
 
 func (e *noAnswerError) Error() string { return e.msg }
 
-const rootUsage = `ctxcode answers questions about data by running an LLM's messages as cells
-of a live notebook session.
-
-Usage:
-  ctxcode <command> [flags]
-
-Commands:
-  ask       ask a model a question about data; it answers by running cells in a live session
-  bench     run the cost ladder as an experiment: conditions x tasks x reps x models, resumable
-  report    the ladder of a bench run with intervals and paired attribution, as Markdown and HTML
-  data      generate a project-management dataset (data gen)
-  exec      run cells in a fresh kernel and print them IPython style
-  notebook  write a trajectory (ask --trajectory, bench) as a Jupyter notebook with its outputs
-  sandbox   build the kernel image, check Docker, remove leftover containers
-  tasks     list a dataset's graded tasks and their gold answers
-  prefix    write, show, verify, export and import session prefixes, built in a real kernel
-  version   print the version
-  help      print help for a command
-
-Run "ctxcode help <command>" or "ctxcode <command> -h" for a command's flags.
-`
+var rootUsage = helpText("root")
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"

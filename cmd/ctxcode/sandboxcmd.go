@@ -9,19 +9,7 @@ import (
 	"github.com/ctxcode/ctxcode/sandbox"
 )
 
-const sandboxUsage = `Usage:
-  ctxcode sandbox build [--mirror URL]        build the kernel image (offline, from Debian packages)
-  ctxcode sandbox status [--image NAME]       is Docker reachable, is the image there, which containers live
-  ctxcode sandbox prune [--older-than D] [--dry-run]
-                                              remove containers left by ctxcode processes that are gone
-                                              (on this boot, in this PID namespace); --older-than D also
-                                              removes older ones whoever owns them: the only way to remove
-                                              those of another PID namespace or host
-
-The kernel image is ` + "`ctxcode-kernel:<recipe hash>`" + `: Debian's python3, python3-ipython and
-python3-pandas, put together with debootstrap (needs root) and docker import. Where Docker can
-pull images, sandbox/Dockerfile builds an equivalent: docker build -t <that tag> sandbox/
-`
+var sandboxUsage = helpText("sandbox")
 
 func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {

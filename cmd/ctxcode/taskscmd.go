@@ -10,14 +10,7 @@ import (
 	"github.com/ctxcode/ctxcode/datasets"
 )
 
-const tasksUsage = `Usage:
-  ctxcode tasks --data DIR [--json] [--reference KIND]
-
-Lists the graded tasks of a dataset made by "ctxcode data gen": eight templates,
-three questions each, with their gold answers. --json prints one JSON object
-per task (id, template, question, params, answer_type, gold). --reference prints
-each task's reference solution of a kind (python-pm, python-load, go-pm, go-load).
-`
+var tasksUsage = helpText("tasks")
 
 // dataError makes a dataset that is not one, changed, or malformed a usage
 // error; other failures (reading the disk) stay what they are.

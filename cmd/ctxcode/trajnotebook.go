@@ -14,35 +14,7 @@ import (
 	"github.com/ctxcode/ctxcode/session"
 )
 
-const notebookUsage = `Usage:
-  ctxcode notebook TRAJECTORY --out F.ipynb [--force]
-
-Writes a trajectory as a Jupyter notebook: the run's header (model,
-condition, task, question, budgets), the prefix's cells, each model call
-with the model's words outside its code, each cell it ran with the output
-the trajectory recorded and the kernel's execution count, the harness's
-notes (repairs, repeats, restarts, cut output) as Markdown cells, and the
-answer with its source, the status and the grade. Condition A's bash calls
-are "%%bash" cells and its reads are cells holding "# read <arguments>".
-A trajectory is what "ctxcode ask --trajectory F" writes, or a trial of a
-bench run: RUNDIR/trajectories/*.jsonl. A file of several runs (ask --task
-all) gives one notebook with a section per run. Nothing runs: the notebook
-is made from the file alone.
-
-Trajectories record the prefix's cells as the kernel built them, with
-their outputs and execution counts, and the notebook shows them so. Older
-trajectories record only the prefix's name, source and sha256: its cells
-are read again (a built-in prefix, or the file it came from) and shown
-without outputs when their sha256 is the run's.
-
-Example:
-  ctxcode ask --task s-t1-1 --model reference --trajectory run.jsonl
-  ctxcode notebook run.jsonl --out run.ipynb
-  jupyter lab run.ipynb
-
-Exit codes: 0 written; 2 a missing or malformed trajectory (its line is
-named), --out missing, not .ipynb, or existing without --force.
-`
+var notebookUsage = helpText("notebook")
 
 // notebookOptions are the flags of `ctxcode notebook`.
 type notebookOptions struct {
