@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/ctxcode/ctxcode/agent"
+	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/sandbox"
@@ -68,7 +69,7 @@ type askCache struct {
 }
 
 // usesCache says whether the ask keeps and starts from built prefixes.
-func (o *askOptions) usesCache() bool { return !o.noCache && needsPrefix(o.rung) }
+func (o *askOptions) usesCache() bool { return !o.noCache && bench.NeedsPrefix(o.rung) }
 
 // warmUp is what the first request waits for and no data decides, done in
 // the background while the data loads: the Docker image's id, for the

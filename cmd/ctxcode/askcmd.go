@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/ctxcode/ctxcode/agent"
+	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/datasets"
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/llm"
@@ -262,7 +262,7 @@ type askJob struct {
 func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 	s := &askSetup{dataDir: o.dataDir}
 	if s.dataDir == "" {
-		dir, err := builtinData(stderr)
+		dir, err := datasets.Builtin(stderr)
 		if err != nil {
 			return nil, err
 		}
@@ -284,7 +284,7 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 		return nil, dataError(err)
 	}
 	switch {
-	case !needsPrefix(o.rung):
+	case !bench.NeedsPrefix(o.rung):
 		// Condition A alone: no prefix, so none is loaded or written.
 	case o.prefixName != "":
 		if s.prefix, err = prefixes.Load(o.prefixName); err != nil {
@@ -317,11 +317,11 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 		return nil, usagef("the reference model plays only the built-in tasks, and this question is not one of them: ask one with --task ID (list them with: ctxcode tasks --data %s), or use a real model", s.dataDir)
 	}
 	s.rung = askRung{Rung: o.rung}
-	lp := ladderPrefixes{def: s.prefix, named: o.prefixName != ""}
+	lp := bench.LadderPrefixes{Default: s.prefix, Named: o.prefixName != ""}
 	if o.rung.Prefix == agent.PrefixControl {
-		lp.control, lp.controlErr = controlOf(s.prefix, s.control)
+		lp.Control, lp.ControlErr = bench.ControlOf(s.prefix, s.control)
 	}
-	if s.rung.prefix, err = lp.prefixFor(o.rung, "--condition", "pass a prefix that binds nothing with --prefix"); err != nil {
+	if s.rung.prefix, err = lp.PrefixFor(o.rung, "--condition", "pass a prefix that binds nothing with --prefix"); err != nil {
 		return nil, err
 	}
 	s.language = kernel.Python // A runs in the Python kernel, for its shell op
@@ -338,58 +338,9 @@ func (o *askOptions) setup(stderr io.Writer) (*askSetup, error) {
 // (nil for none), or the OpenAI-compatible client.
 func (o *askOptions) makeModel(s *askSetup, prefix *prefixes.Prefix) (llm.Model, error) {
 	if o.model == "reference" {
-		return builtinReference(s.tasks, prefix, session.Encoding(o.encoding))
+		return bench.BuiltinReference(s.tasks, prefix, session.Encoding(o.encoding))
 	}
 	return o.openAI(o.model, func(r llm.Retry) { o.progress.note("ctxcode: " + r.String()) }, nil)
-}
-
-// builtinReference is the reference model of the built-in tasks for a
-// session that starts from prefix (nil for none): pm's solutions over pm,
-// self-contained ones (they load the data) over any other.
-func builtinReference(tasks []datasets.Task, prefix *prefixes.Prefix, enc session.Encoding) (llm.Model, error) {
-	kind := datasets.PythonLoad
-	switch {
-	case prefix == nil:
-	case prefix.Name == "pm":
-		kind = datasets.PythonPM
-	case prefix.Language == kernel.Go:
-		return nil, usagef("--model reference plays Python solutions; prefix %s is Go", prefix.Name)
-	}
-	solutions := map[string]string{}
-	for _, t := range tasks {
-		code, err := datasets.Reference(t, kind)
-		if err != nil {
-			return nil, err
-		}
-		solutions[t.Question] = code
-	}
-	return llm.NewReference(solutions, enc), nil
-}
-
-// builtinData is the built-in data set (tier xl, seed 1) in the user's
-// cache folder, generated on first use.
-func builtinData(stderr io.Writer) (string, error) { return cachedData("xl", 1, stderr) }
-
-// cachedData is the data set of tier and seed in the user's cache folder,
-// generated on first use.
-func cachedData(tierName string, seed int64, stderr io.Writer) (string, error) {
-	tier, err := datasets.ParseTier(tierName)
-	if err != nil {
-		return "", usagef("--tier: %v", err)
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("find the cache folder for the built-in data (set XDG_CACHE_HOME or pass --data): %w", err)
-	}
-	dir := filepath.Join(cache, "ctxcode", fmt.Sprintf("pm-%s-%d-v%d", tier.Name, seed, datasets.GeneratorVersion))
-	if _, err := os.Stat(filepath.Join(dir, datasets.ManifestFile)); err == nil {
-		return dir, nil
-	}
-	fmt.Fprintf(stderr, "ctxcode: generating the built-in data set (tier %s, seed %d) into %s\n", tier.Name, seed, dir)
-	if _, err := datasets.Generate(tier, seed).Write(dir, true); err != nil {
-		return "", fmt.Errorf("write the built-in data set: %w", err)
-	}
-	return dir, nil
 }
 
 func knownQuestion(tasks []datasets.Task, q string) bool {
