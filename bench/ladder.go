@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,19 +12,6 @@ import (
 // The ladder is agent.Ladder's table; this file reads the lists that name
 // its rungs and gives each the prefix it starts from.
 
-// InputError is bad input to a run, found before any trial: a flag's value
-// that names nothing (a condition, a task, a prefix), a task or conditions
-// file that cannot be used, a run folder that holds another run. It is the
-// user's to fix (ctxcode exits with code 2); the message says what was
-// wrong and what to do.
-type InputError struct{ Msg string }
-
-func (e *InputError) Error() string { return e.Msg }
-
-func inputf(format string, args ...any) error {
-	return &InputError{Msg: fmt.Sprintf(format, args...)}
-}
-
 // ParseConditions reads a comma list of built-in conditions (bench's
 // --conditions); an empty list, an unknown name or a name given twice is an
 // *InputError.
@@ -36,14 +22,14 @@ func ParseConditions(list string) ([]agent.Rung, error) {
 	for _, c := range strings.Split(list, ",") {
 		id := strings.TrimSpace(c)
 		if id == "" && strings.TrimSpace(list) == "" {
-			return nil, inputf("--conditions: name at least one of %s", names)
+			return nil, inputErrorf("--conditions: name at least one of %s", names)
 		}
 		r, ok := agent.BuiltinRung(id)
 		if !ok {
-			return nil, inputf("--conditions %q: expected one of %s (a variant of one comes from --conditions-file)", id, names)
+			return nil, inputErrorf("--conditions %q: expected one of %s (a variant of one comes from --conditions-file)", id, names)
 		}
 		if seen[r.Name] {
-			return nil, inputf("--conditions: %s is named twice", r.Name)
+			return nil, inputErrorf("--conditions: %s is named twice", r.Name)
 		}
 		seen[r.Name] = true
 		rungs = append(rungs, r)
@@ -71,7 +57,7 @@ type LadderPrefixes struct {
 func ControlOf(def, control *prefixes.Prefix) (*prefixes.Prefix, error) {
 	if control != nil {
 		if !control.BindsNothing() {
-			return nil, inputf("--control %s: its name does not end in %s, so it says it binds variables: a control binds nothing (its cells repeat full expressions) and is named NAME%s",
+			return nil, inputErrorf("--control %s: its name does not end in %s, so it says it binds variables: a control binds nothing (its cells repeat full expressions) and is named NAME%s",
 				control.Name, prefixes.NoBindSuffix, prefixes.NoBindSuffix)
 		}
 		return control, nil
@@ -89,7 +75,7 @@ func (lp LadderPrefixes) PrefixFor(r agent.Rung, flag, hint string) (*prefixes.P
 		return nil, nil
 	case agent.PrefixControl:
 		if lp.ControlErr != nil {
-			return nil, inputf("%s %s needs the control of prefix %s, the same demonstration with nothing bound: %v; %s",
+			return nil, inputErrorf("%s %s needs the control of prefix %s, the same demonstration with nothing bound: %v; %s",
 				flag, r.Name, lp.Default.Name, lp.ControlErr, hint)
 		}
 		return lp.Control, nil
@@ -97,7 +83,7 @@ func (lp LadderPrefixes) PrefixFor(r agent.Rung, flag, hint string) (*prefixes.P
 	if lp.Named && lp.Default.BindsNothing() {
 		// B, D and C are defined over a prefix that binds: this one
 		// would make B into B0, and D and C into no rung at all.
-		return nil, inputf("%s %s needs a prefix that binds its variables, and --prefix %s binds nothing: run condition B0 over it, or name the prefix it is the control of", flag, r.Name, lp.Default.Name)
+		return nil, inputErrorf("%s %s needs a prefix that binds its variables, and --prefix %s binds nothing: run condition B0 over it, or name the prefix it is the control of", flag, r.Name, lp.Default.Name)
 	}
 	return lp.Default, nil
 }
@@ -112,13 +98,13 @@ func variantPrefix(file string, v Variant) (*prefixes.Prefix, error) {
 	}
 	p, err := prefixes.Load(name)
 	if err != nil {
-		return nil, inputf("%s:%d: prefix: %v", file, v.Line, err)
+		return nil, inputErrorf("%s:%d: prefix: %v", file, v.Line, err)
 	}
 	switch control := v.Rung().Prefix == agent.PrefixControl; {
 	case control && !p.BindsNothing():
-		return nil, inputf("%s:%d: prefix %s: variant %s of B0 needs a prefix that binds nothing (its name ends in %s)", file, v.Line, p.Name, v.Name, prefixes.NoBindSuffix)
+		return nil, inputErrorf("%s:%d: prefix %s: variant %s of B0 needs a prefix that binds nothing (its name ends in %s)", file, v.Line, p.Name, v.Name, prefixes.NoBindSuffix)
 	case !control && p.BindsNothing():
-		return nil, inputf("%s:%d: prefix %s binds nothing: variant %s of %s needs a prefix that binds its variables (take base B0 for a control)", file, v.Line, p.Name, v.Name, v.Base)
+		return nil, inputErrorf("%s:%d: prefix %s binds nothing: variant %s of %s needs a prefix that binds its variables (take base B0 for a control)", file, v.Line, p.Name, v.Name, v.Base)
 	}
 	return p, nil
 }

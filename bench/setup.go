@@ -150,7 +150,7 @@ type Setup struct {
 // before any kernel starts. warn hears of the built-in data's generation.
 func Prepare(cfg Config, warn io.Writer) (*Setup, error) {
 	if cfg.Reps < 1 {
-		return nil, inputf("--reps %d: give 1 or more", cfg.Reps)
+		return nil, inputErrorf("--reps %d: give 1 or more", cfg.Reps)
 	}
 	if cfg.Parallel == 0 {
 		cfg.Parallel = DefaultParallel(cfg.Models)
@@ -224,7 +224,7 @@ func (c Config) checkLocal() error {
 	if len(why) == 0 {
 		return nil
 	}
-	return inputf("--sandbox local: %s; model %s could then read answers it must find itself. Use --sandbox docker "+
+	return inputErrorf("--sandbox local: %s; model %s could then read answers it must find itself. Use --sandbox docker "+
 		"(each kernel in a container that sees only the data), or pass --unsafe-local to accept it",
 		strings.Join(why, "; "), strings.Join(api, ", "))
 }
@@ -242,7 +242,7 @@ func (s *Setup) find(warn io.Writer) (err error) {
 	if s.DataDir == "" {
 		tier, err := datasets.ParseTier(cfg.Tier)
 		if err != nil {
-			return inputf("--tier: %v", err)
+			return inputErrorf("--tier: %v", err)
 		}
 		if s.DataDir, err = datasets.Cached(tier, cfg.Seed, warn); err != nil {
 			return err
@@ -258,7 +258,7 @@ func (s *Setup) find(warn io.Writer) (err error) {
 		s.Source = TaskSource{Kind: "builtin", Tier: m.Tier, Seed: m.Seed}
 	case errors.Is(err, datasets.ErrNotDataset) && cfg.TaskFile != "":
 	case errors.Is(err, datasets.ErrNotDataset):
-		return inputf("--data %s is not a ctxcode data set, so it has no built-in tasks: make one with ctxcode data gen, or bring your tasks with --tasks FILE and --prefix P", s.DataDir)
+		return inputErrorf("--data %s is not a ctxcode data set, so it has no built-in tasks: make one with ctxcode data gen, or bring your tasks with --tasks FILE and --prefix P", s.DataDir)
 	default:
 		return dataError(err)
 	}
@@ -269,7 +269,7 @@ func (s *Setup) find(warn io.Writer) (err error) {
 		var tfe *TaskFileError
 		switch {
 		case errors.As(err, &tfe) && len(uts) == 0:
-			return inputf("%v", err)
+			return inputErrorf("%v", err)
 		case errors.As(err, &tfe):
 			s.problems = tfe.Problems
 		case err != nil:
@@ -298,7 +298,7 @@ func (s *Setup) find(warn io.Writer) (err error) {
 		if cfg.Prefix == "" {
 			return err
 		}
-		return inputf("%v", err)
+		return inputErrorf("%v", err)
 	}
 	if err := s.addConditions(); err != nil {
 		return err
@@ -314,13 +314,13 @@ func (s *Setup) find(warn io.Writer) (err error) {
 			}
 		}
 		if s.Run.Language != kernel.Python {
-			return inputf("--model reference plays Python solutions; prefix %s is %s", s.Prefix.Name, s.Run.Language)
+			return inputErrorf("--model reference plays Python solutions; prefix %s is %s", s.Prefix.Name, s.Run.Language)
 		}
 	}
 	tasks := max(len(s.Tasks), len(s.UserTasks))
 	conds := len(s.Run.Conditions)
 	if trials := len(cfg.Models) * conds * tasks * cfg.Reps; trials > MaxTrials {
-		return inputf("the run would have %d trials (%d model(s) x %d condition(s) x %d task(s) x %d rep(s)), over the %d one run may have: "+
+		return inputErrorf("the run would have %d trials (%d model(s) x %d condition(s) x %d task(s) x %d rep(s)), over the %d one run may have: "+
 			"split it (--task, --conditions, --model) or give fewer --reps", trials, len(cfg.Models), conds, tasks, cfg.Reps, MaxTrials)
 	}
 	return nil
@@ -331,7 +331,7 @@ func (s *Setup) find(warn io.Writer) (err error) {
 func dataError(err error) error {
 	for _, bad := range []error{datasets.ErrNotDataset, datasets.ErrDatasetChanged, datasets.ErrMalformed} {
 		if errors.Is(err, bad) {
-			return inputf("%v", err)
+			return inputErrorf("%v", err)
 		}
 	}
 	return err
@@ -349,14 +349,14 @@ func (s *Setup) addConditions() error {
 	var variants []Variant
 	if cfg.ConditionsFile != "" {
 		if variants, err = ReadConditions(cfg.ConditionsFile); err != nil {
-			return inputf("%v", err)
+			return inputErrorf("%v", err)
 		}
 	}
 	lp := LadderPrefixes{Default: s.Prefix, Named: cfg.Prefix != ""}
 	var control *prefixes.Prefix
 	if cfg.Control != "" {
 		if control, err = prefixes.Load(cfg.Control); err != nil {
-			return inputf("--control: %v", err)
+			return inputErrorf("--control: %v", err)
 		}
 	}
 	needControl := control != nil
@@ -382,7 +382,7 @@ func (s *Setup) addConditions() error {
 			lang = p.Language
 		}
 		if len(run.Conditions) > 0 && lang != run.Language {
-			return inputf("--conditions: %s runs in the %s kernel and %s in the %s kernel; run them in two runs", run.Conditions[0].Name, run.Language, r.Name, lang)
+			return inputErrorf("--conditions: %s runs in the %s kernel and %s in the %s kernel; run them in two runs", run.Conditions[0].Name, run.Language, r.Name, lang)
 		}
 		run.Language = lang
 		run.Conditions = append(run.Conditions, Condition{Name: r.Name, Protocol: r.Protocol, Prefix: p, Base: base, Rules: r.Rules})
@@ -468,7 +468,7 @@ func (s *Setup) only(ids []string) error {
 		if len(known) > 0 {
 			hint = fmt.Sprintf(" (the tasks are %s … %s)", known[0], known[len(known)-1])
 		}
-		return inputf("--task: no task %s%s", strings.Join(missing, ", "), hint)
+		return inputErrorf("--task: no task %s%s", strings.Join(missing, ", "), hint)
 	}
 	return nil
 }
@@ -498,7 +498,7 @@ func (s *Setup) resolveGolds(ctx context.Context, tr kernel.Transport) error {
 	case err != nil && ctx.Err() == nil && len(s.problems) > 0:
 		return s.taskProblems(nil, "(gold_code was not run: "+err.Error()+")")
 	case errors.As(err, &be):
-		return inputf("%v", err) // the prefix's fault
+		return inputErrorf("%v", err) // the prefix's fault
 	case err != nil:
 		return err
 	}
@@ -532,7 +532,7 @@ func BuiltinReference(tasks []datasets.Task, prefix *prefixes.Prefix, enc sessio
 	case prefix.Name == "pm":
 		kind = datasets.PythonPM
 	case prefix.Language == kernel.Go:
-		return nil, inputf("--model reference plays Python solutions; prefix %s is Go", prefix.Name)
+		return nil, inputErrorf("--model reference plays Python solutions; prefix %s is Go", prefix.Name)
 	}
 	solutions := map[string]string{}
 	for _, t := range tasks {
@@ -568,13 +568,13 @@ func (s *Setup) Open(ctx context.Context, warn io.Writer) (_ *Log, cleanup func(
 		known = &spec
 	}
 	if err := Check(cfg.Out, known, cfg.Mode); err != nil {
-		return nil, cleanup, inputf("--out %v", err)
+		return nil, cleanup, inputErrorf("--out %v", err)
 	}
 	opts := cfg.Sandbox
 	opts.Lang, opts.DataDir, opts.FollowLinks, opts.HostFallback = run.Language, s.DataDir, cfg.FollowLinks, cfg.HostFallback()
 	tr, cleanup, err := sandbox.Open(ctx, opts, warn)
 	if ie := (*sandbox.InputError)(nil); errors.As(err, &ie) {
-		err = inputf("%v", err)
+		err = inputErrorf("%v", err)
 	}
 	if err != nil {
 		if perr := s.taskProblems(nil, "(gold_code was not run: "+err.Error()+")"); perr != nil && ctx.Err() == nil {
@@ -592,7 +592,7 @@ func (s *Setup) Open(ctx context.Context, warn io.Writer) (_ *Log, cleanup func(
 	log, err := Open(cfg.Out, run.Spec, cfg.Mode, run.Warn)
 	var ce *ConfigError
 	if errors.As(err, &ce) {
-		return nil, cleanup, inputf("--out %v", err)
+		return nil, cleanup, inputErrorf("--out %v", err)
 	}
 	return log, cleanup, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/llm"
+	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/sandbox"
 )
 
@@ -198,4 +199,39 @@ func TestPrepareOpensEveryAPIModel(t *testing.T) {
 	_, err := bench.Prepare(cfg, &strings.Builder{})
 	assert.ErrorIs(t, err, refused)
 	assert.Equal(t, []string{"m1"}, asked)
+}
+
+// TestLadderPrefixes: each rung's prefix, as ask and bench take it: none
+// for A, the default for B, D and C, its control for B0; a missing control
+// is an *InputError with the caller's hint.
+func TestLadderPrefixes(t *testing.T) {
+	pm, err := prefixes.Load("pm")
+	require.NoError(t, err)
+	control, err := bench.ControlOf(pm, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "pm-nobind", control.Name)
+	_, err = bench.ControlOf(pm, pm)
+	var ie *bench.InputError
+	require.ErrorAs(t, err, &ie, "a --control that binds")
+
+	lp := bench.LadderPrefixes{Default: pm, Control: control}
+	rungs, err := bench.ParseConditions("A,B,B0,D,C")
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, r := range rungs {
+		p, err := lp.PrefixFor(r, "--conditions", "the hint")
+		require.NoError(t, err)
+		assert.Equal(t, r.Name != "A", bench.NeedsPrefix(r))
+		got[r.Name] = ""
+		if p != nil {
+			got[r.Name] = p.Name
+		}
+	}
+	assert.Equal(t, map[string]string{"A": "", "B": "pm", "B0": "pm-nobind", "D": "pm", "C": "pm"}, got)
+
+	lp = bench.LadderPrefixes{Default: pm, ControlErr: errors.New("no control here")}
+	b0, _ := agent.BuiltinRung("B0")
+	_, err = lp.PrefixFor(b0, "--condition", "the hint")
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, "--condition B0 needs the control of prefix pm, the same demonstration with nothing bound: no control here; the hint", ie.Msg)
 }
