@@ -43,16 +43,10 @@ type AskConfig struct {
 	// Reference says the model is the offline reference model, which plays
 	// only the built-in tasks: a Question that is not one is refused.
 	Reference bool
-	// Model makes the model that plays the rung from prefix (nil for
-	// none), over the data set's tasks (none for a folder that is not a
-	// data set). Required.
-	Model func(tasks []datasets.Task, prefix *prefixes.Prefix) (llm.Model, error)
-	// RungPrefix is the prefix the rung starts from, given the default
-	// prefix and, when prefix init wrote one, its control (else nil); its
-	// errors are returned as they are. Nil: none for a rung without a
-	// prefix (A), the control for B0 (the one written, else
-	// prefixes.ControlOf), else the default.
-	RungPrefix func(def, control *prefixes.Prefix) (*prefixes.Prefix, error)
+	// OpenModel makes the model behind an API that plays the rung; not
+	// called for the reference model, which is BuiltinReference over the
+	// data set's tasks. Required unless Reference.
+	OpenModel func() (llm.Model, error)
 	// BaseURL is the model's endpoint, without credentials, for the
 	// trajectory's header; "" for none (the reference model).
 	BaseURL string
@@ -93,8 +87,8 @@ type AskSetup struct {
 // to write from another goroutine (the kernel starts in the background).
 func PrepareAsk(ctx context.Context, cfg AskConfig, warn io.Writer) (*AskSetup, error) {
 	switch {
-	case cfg.Model == nil:
-		return nil, errors.New("bench.PrepareAsk: AskConfig.Model is nil")
+	case cfg.OpenModel == nil && !cfg.Reference:
+		return nil, errors.New("bench.PrepareAsk: AskConfig.OpenModel is nil")
 	case cfg.Question != "" && cfg.Task != "":
 		return nil, inputErrorf("ask: give a question or --task, not both")
 	case cfg.Question == "" && cfg.Task == "":
@@ -138,16 +132,19 @@ func PrepareAsk(ctx context.Context, cfg AskConfig, warn io.Writer) (*AskSetup, 
 	if cfg.Reference && cfg.Question != "" && !knownQuestion(s.tasks, cfg.Question) {
 		return nil, inputErrorf("the reference model plays only the built-in tasks, and this question is not one of them: ask one with --task ID (list them with: ctxcode tasks --data %s), or use a real model", cfg.DataDir)
 	}
-	rungPrefix := cfg.RungPrefix
-	if rungPrefix == nil {
-		rungPrefix = func(def, control *prefixes.Prefix) (*prefixes.Prefix, error) {
-			return defaultRungPrefix(cfg.Rung, def, control)
-		}
+	lp := LadderPrefixes{Default: def, Named: cfg.Prefix != ""}
+	if cfg.Rung.Prefix == agent.PrefixControl {
+		lp.Control, lp.ControlErr = ControlOf(def, control)
 	}
-	if s.prefix, err = rungPrefix(def, control); err != nil {
+	if s.prefix, err = lp.PrefixFor(cfg.Rung, "--condition", "pass a prefix that binds nothing with --prefix"); err != nil {
 		return nil, err
 	}
-	if s.model, err = cfg.Model(s.tasks, s.prefix); err != nil {
+	if cfg.Reference {
+		s.model, err = BuiltinReference(s.tasks, s.prefix, cfg.Agent.Encoding)
+	} else {
+		s.model, err = cfg.OpenModel()
+	}
+	if err != nil {
 		return nil, err
 	}
 	if cfg.Task != "" {
@@ -259,24 +256,8 @@ func (s *AskSetup) initPrefix() (*prefixes.InitResult, error) {
 	return res, nil
 }
 
-// defaultRungPrefix is the prefix rung r starts from, as AskConfig.RungPrefix
-// says of its nil.
-func defaultRungPrefix(r agent.Rung, def, control *prefixes.Prefix) (*prefixes.Prefix, error) {
-	switch r.Prefix {
-	case agent.PrefixNone:
-		return nil, nil
-	case agent.PrefixControl:
-		if control != nil {
-			return control, nil
-		}
-		c, err := prefixes.ControlOf(def)
-		if err != nil {
-			return nil, inputErrorf("condition %s needs the control of prefix %s, the same demonstration with nothing bound: %v", r.Name, def.Name, err)
-		}
-		return c, nil
-	}
-	return def, nil
-}
+// Prefix is the prefix the rung starts from (nil for none).
+func (s *AskSetup) Prefix() *prefixes.Prefix { return s.prefix }
 
 func knownQuestion(tasks []datasets.Task, q string) bool {
 	for _, t := range tasks {

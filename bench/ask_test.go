@@ -15,7 +15,6 @@ import (
 	"github.com/ctxcode/ctxcode/datasets"
 	"github.com/ctxcode/ctxcode/kernel/kerneltest"
 	"github.com/ctxcode/ctxcode/llm"
-	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/sandbox"
 )
 
@@ -48,26 +47,6 @@ func askLocal(t *testing.T) sandbox.OpenOptions {
 	return sandbox.OpenOptions{Kind: sandbox.KindLocal, Python: python}
 }
 
-// referenceOver is the reference model of tasks over a session that
-// starts from prefix: pm's solutions over pm, self-contained ones else.
-func referenceOver(t *testing.T) func([]datasets.Task, *prefixes.Prefix) (llm.Model, error) {
-	return func(tasks []datasets.Task, prefix *prefixes.Prefix) (llm.Model, error) {
-		kind := datasets.PythonLoad
-		if prefix != nil && prefix.Name == "pm" {
-			kind = datasets.PythonPM
-		}
-		solutions := map[string]string{}
-		for _, task := range tasks {
-			code, err := datasets.Reference(task, kind)
-			if err != nil {
-				return nil, err
-			}
-			solutions[task.Question] = code
-		}
-		return llm.NewReference(solutions, ""), nil
-	}
-}
-
 func rung(t *testing.T, name string) agent.Rung {
 	t.Helper()
 	r, ok := agent.BuiltinRung(name)
@@ -85,7 +64,7 @@ func TestAskReferenceGradesABuiltinTask(t *testing.T) {
 	var warn strings.Builder
 	s, err := PrepareAsk(context.Background(), AskConfig{
 		DataDir: dir, Rung: rung(t, "D"), Task: task.ID, Reference: true,
-		Model: referenceOver(t), Agent: agent.DefaultConfig(), Sandbox: askLocal(t), CacheDir: t.TempDir(),
+		Agent: agent.DefaultConfig(), Sandbox: askLocal(t), CacheDir: t.TempDir(),
 	}, &warn)
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
@@ -115,7 +94,7 @@ func TestAskUnknownTask(t *testing.T) {
 	dir, tasks := askData(t)
 	_, err := PrepareAsk(context.Background(), AskConfig{
 		DataDir: dir, Rung: rung(t, "D"), Task: "no-such-task", Reference: true,
-		Model: referenceOver(t), Agent: agent.DefaultConfig(), Sandbox: sandbox.OpenOptions{Kind: sandbox.KindLocal}, NoCache: true,
+		Agent: agent.DefaultConfig(), Sandbox: sandbox.OpenOptions{Kind: sandbox.KindLocal}, NoCache: true,
 	}, &strings.Builder{})
 	var ie *InputError
 	require.True(t, errors.As(err, &ie), "%v", err)
@@ -146,7 +125,8 @@ func TestAskBadInput(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := tc.cfg
-			cfg.Rung, cfg.Model, cfg.NoCache = rung(t, "D"), referenceOver(t), true
+			cfg.Rung, cfg.NoCache = rung(t, "D"), true
+			cfg.OpenModel = func() (llm.Model, error) { return llm.NewReference(nil, ""), nil }
 			_, err := PrepareAsk(context.Background(), cfg, &strings.Builder{})
 			var ie *InputError
 			require.True(t, errors.As(err, &ie), "%v", err)
@@ -162,17 +142,16 @@ func TestAskAnyFolderGetsAPrefixFromInit(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "items.jsonl"), []byte("{\"n\": 1}\n{\"n\": 2}\n{\"n\": 4}\n"), 0o644))
 	const question = "what is the sum of n?"
-	var got *prefixes.Prefix
-	model := func(_ []datasets.Task, p *prefixes.Prefix) (llm.Model, error) {
-		got = p
+	model := func() (llm.Model, error) {
 		code := "import json\nANSWER(sum(json.loads(l)['n'] for l in open('data/items.jsonl')))"
 		return llm.NewReference(map[string]string{question: code}, ""), nil
 	}
 
 	t.Run("B0", func(t *testing.T) {
-		s, err := PrepareAsk(context.Background(), AskConfig{DataDir: dir, Rung: rung(t, "B0"), Question: question, Model: model, NoCache: true}, &strings.Builder{})
+		s, err := PrepareAsk(context.Background(), AskConfig{DataDir: dir, Rung: rung(t, "B0"), Question: question, OpenModel: model, NoCache: true}, &strings.Builder{})
 		require.NoError(t, err)
 		t.Cleanup(s.Close)
+		got := s.Prefix()
 		require.NotNil(t, got)
 		assert.Equal(t, "init:"+dir+" (control)", got.Source)
 		assert.True(t, got.BindsNothing(), "B0 starts from the control prefix init wrote: %s", got.Name)
@@ -180,11 +159,12 @@ func TestAskAnyFolderGetsAPrefixFromInit(t *testing.T) {
 
 	var warn strings.Builder
 	s, err := PrepareAsk(context.Background(), AskConfig{
-		DataDir: dir, Rung: rung(t, "D"), Question: question, Model: model,
+		DataDir: dir, Rung: rung(t, "D"), Question: question, OpenModel: model,
 		Agent: agent.DefaultConfig(), Sandbox: askLocal(t), NoCache: true,
 	}, &warn)
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
+	got := s.Prefix()
 	require.NotNil(t, got)
 	assert.Equal(t, "init:"+dir, got.Source)
 	assert.False(t, got.BindsNothing(), got.Name)

@@ -53,6 +53,16 @@
 // or a prefix of its own. run.json records each with its base and its
 // rules' hash.
 //
+// # Building a run
+//
+// A Config is a run as plain values (ctxcode bench's flags). Prepare finds
+// its data (the built-in data in the cache folder, or a folder), its tasks
+// (built-in, or a task file's), the prefix each condition starts from
+// (LadderPrefixes) and its models, and refuses bad input as an *InputError
+// before any kernel starts; Setup.Open checks the run folder, opens the
+// sandbox, computes the golds of gold_code, pins the Spec and opens the
+// Log. WriteSummary prints the end-of-run table.
+//
 // # Order
 //
 // Trials run interleaved (Order): rep by rep, each task in every (model,

@@ -7,19 +7,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/datasets"
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/llm"
-	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/sandbox"
-	"github.com/ctxcode/ctxcode/session"
 )
 
 var askUsage = helpText("ask")
@@ -155,7 +151,7 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 func (o *askOptions) prepare(ctx context.Context, stderr io.Writer) (*bench.AskSetup, error) {
 	dataDir := o.dataDir
 	if dataDir == "" {
-		dir, err := builtinData(stderr)
+		dir, err := datasets.Builtin(stderr)
 		if err != nil {
 			return nil, err
 		}
@@ -167,17 +163,7 @@ func (o *askOptions) prepare(ctx context.Context, stderr io.Writer) (*bench.AskS
 		Reference: o.model == "reference", Agent: o.agent,
 		Sandbox: o.sandbox.openOptions(kernel.Python), NoCache: o.noCache,
 	}
-	cfg.RungPrefix = func(def, control *prefixes.Prefix) (*prefixes.Prefix, error) {
-		lp := ladderPrefixes{def: def, named: o.prefixName != ""}
-		if o.rung.Prefix == agent.PrefixControl {
-			lp.control, lp.controlErr = controlOf(def, control)
-		}
-		return lp.prefixFor(o.rung, "--condition", "pass a prefix that binds nothing with --prefix")
-	}
-	cfg.Model = func(tasks []datasets.Task, prefix *prefixes.Prefix) (llm.Model, error) {
-		if cfg.Reference {
-			return builtinReference(tasks, prefix, session.Encoding(o.encoding))
-		}
+	cfg.OpenModel = func() (llm.Model, error) {
 		return o.openAI(o.model, func(r llm.Retry) { o.progress.note("ctxcode: " + r.String()) }, nil)
 	}
 	if !cfg.Reference {
@@ -200,23 +186,6 @@ func askError(err error) error {
 	return err
 }
 
-// openOptions are the sandbox's options the flags give, for kernels of
-// lang without data.
-func (s *sandboxFlags) openOptions(lang kernel.Language) sandbox.OpenOptions {
-	cfg := s.dockerConfig()
-	return sandbox.OpenOptions{
-		Kind:         sandbox.Kind(s.kind),
-		HostFallback: s.hostFallback,
-		Lang:         lang,
-		FollowLinks:  s.followLinks,
-		NoIPython:    s.noIPython,
-		Docker:       &cfg,
-		Local:        kernel.LocalConfig{LinkData: s.dataLink},
-		Python:       s.python,
-		SweepTimeout: 30 * time.Second,
-	}
-}
-
 // paceGC lets the heap grow to five times what is live (GOGC=400) until the
 // function it returns is called, unless GOGC is set. Before the first
 // request, ask reads the data set into Go values that live until its tasks
@@ -229,55 +198,6 @@ func paceGC() (restore func()) {
 	}
 	old := debug.SetGCPercent(400)
 	return func() { debug.SetGCPercent(old) }
-}
-
-// builtinReference is the reference model of the built-in tasks for a
-// session that starts from prefix (nil for none): pm's solutions over pm,
-// self-contained ones (they load the data) over any other.
-func builtinReference(tasks []datasets.Task, prefix *prefixes.Prefix, enc session.Encoding) (llm.Model, error) {
-	kind := datasets.PythonLoad
-	switch {
-	case prefix == nil:
-	case prefix.Name == "pm":
-		kind = datasets.PythonPM
-	case prefix.Language == kernel.Go:
-		return nil, usagef("--model reference plays Python solutions; prefix %s is Go", prefix.Name)
-	}
-	solutions := map[string]string{}
-	for _, t := range tasks {
-		code, err := datasets.Reference(t, kind)
-		if err != nil {
-			return nil, err
-		}
-		solutions[t.Question] = code
-	}
-	return llm.NewReference(solutions, enc), nil
-}
-
-// builtinData is the built-in data set (tier xl, seed 1) in the user's
-// cache folder, generated on first use.
-func builtinData(stderr io.Writer) (string, error) { return cachedData("xl", 1, stderr) }
-
-// cachedData is the data set of tier and seed in the user's cache folder,
-// generated on first use.
-func cachedData(tierName string, seed int64, stderr io.Writer) (string, error) {
-	tier, err := datasets.ParseTier(tierName)
-	if err != nil {
-		return "", usagef("--tier: %v", err)
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("find the cache folder for the built-in data (set XDG_CACHE_HOME or pass --data): %w", err)
-	}
-	dir := filepath.Join(cache, "ctxcode", fmt.Sprintf("pm-%s-%d-v%d", tier.Name, seed, datasets.GeneratorVersion))
-	if _, err := os.Stat(filepath.Join(dir, datasets.ManifestFile)); err == nil {
-		return dir, nil
-	}
-	fmt.Fprintf(stderr, "ctxcode: generating the built-in data set (tier %s, seed %d) into %s\n", tier.Name, seed, dir)
-	if _, err := datasets.Generate(tier, seed).Write(dir, true); err != nil {
-		return "", fmt.Errorf("write the built-in data set: %w", err)
-	}
-	return dir, nil
 }
 
 func printResult(w io.Writer, r *bench.AskResult) {

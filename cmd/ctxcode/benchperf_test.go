@@ -34,7 +34,7 @@ func BenchmarkBenchVersusSequentialAsk(b *testing.B) {
 		out, err := cmd.CombinedOutput()
 		require.NoError(b, err, "%s\n%s", strings.Join(args, " "), out)
 	}
-	dir, err := cachedData("xl", 1, os.Stderr)
+	dir, err := datasets.Builtin(os.Stderr)
 	require.NoError(b, err)
 	d, _, err := datasets.Load(dir)
 	require.NoError(b, err)
@@ -82,7 +82,7 @@ func BenchmarkAskFirstRequest(b *testing.B) {
 	requireDocker(b)
 	exe, err := os.Executable()
 	require.NoError(b, err)
-	data, err := cachedData("xl", 1, os.Stderr)
+	data, err := datasets.Builtin(os.Stderr)
 	require.NoError(b, err)
 	// The built prefixes go to a cache folder of the benchmark's own.
 	env := append(os.Environ(), "CTXCODE_TEST_CLI=1", "OPENAI_API_KEY=test", "XDG_CACHE_HOME="+b.TempDir())

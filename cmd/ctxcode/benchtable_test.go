@@ -84,8 +84,8 @@ func TestBenchTableMatchesReportOnFixture(t *testing.T) {
 	}
 	rep := reportOf(t, run)
 	var text, rows bytes.Buffer
-	require.NoError(t, printBenchSummary(&text, outcome, *spec, run, false))
-	require.NoError(t, printBenchSummary(&rows, outcome, *spec, run, true))
+	require.NoError(t, bench.WriteSummary(&text, outcome, *spec, run, false))
+	require.NoError(t, bench.WriteSummary(&rows, outcome, *spec, run, true))
 	for _, want := range []string{"literal answer(s)", "kernel death(s)", "unexecuted answer(s)", "waiting for a pooled kernel", "estimated by the tokenizer"} {
 		assert.Contains(t, text.String(), want, "the fixture has something for each line")
 	}

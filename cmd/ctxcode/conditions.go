@@ -4,12 +4,12 @@ import (
 	"strings"
 
 	"github.com/ctxcode/ctxcode/agent"
-	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/session"
 )
 
-// The ladder is agent.Ladder's table; this file reads the flags that name
-// its rungs and gives each the prefix it starts from.
+// The ladder is agent.Ladder's table, and bench gives each rung the prefix
+// it starts from (bench.LadderPrefixes); this file reads ask's flags that
+// name a rung.
 
 // parseRung reads ask's --condition, or else --mode and --protocol: the
 // rung the question is asked in. With a condition, --mode and --protocol
@@ -58,77 +58,4 @@ func parseRung(condition, mode, protocol string, modeSet, protocolSet, prefixSet
 		return agent.Rung{}, usagef("--condition A runs without a prefix (a skill document describes the files): drop --prefix")
 	}
 	return r, nil
-}
-
-// parseConditions reads bench's --conditions, a comma list of built-in
-// conditions.
-func parseConditions(list string) ([]agent.Rung, error) {
-	names := strings.Join(agent.LadderNames(), ", ")
-	var rungs []agent.Rung
-	seen := map[string]bool{}
-	for _, c := range strings.Split(list, ",") {
-		id := strings.TrimSpace(c)
-		if id == "" && strings.TrimSpace(list) == "" {
-			return nil, usagef("--conditions: name at least one of %s", names)
-		}
-		r, ok := agent.BuiltinRung(id)
-		if !ok {
-			return nil, usagef("--conditions %q: expected one of %s (a variant of one comes from --conditions-file)", id, names)
-		}
-		if seen[r.Name] {
-			return nil, usagef("--conditions: %s is named twice", r.Name)
-		}
-		seen[r.Name] = true
-		rungs = append(rungs, r)
-	}
-	return rungs, nil
-}
-
-// needsPrefix says whether a rung starts from a prefix.
-func needsPrefix(r agent.Rung) bool { return r.Prefix != agent.PrefixNone }
-
-// ladderPrefixes are the prefixes a run's rungs start from: def, the one
-// --prefix named (named) or the default one, and its control, found when a
-// rung needs it (controlOf).
-type ladderPrefixes struct {
-	def     *prefixes.Prefix
-	named   bool
-	control *prefixes.Prefix
-	// controlErr says why there is no control (nil with one).
-	controlErr error
-}
-
-// controlOf finds the control of def: the prefix given as control when
-// there is one (bench's --control), else prefixes.ControlOf.
-func controlOf(def, control *prefixes.Prefix) (*prefixes.Prefix, error) {
-	if control != nil {
-		if !control.BindsNothing() {
-			return nil, usagef("--control %s: its name does not end in %s, so it says it binds variables: a control binds nothing (its cells repeat full expressions) and is named NAME%s",
-				control.Name, prefixes.NoBindSuffix, prefixes.NoBindSuffix)
-		}
-		return control, nil
-	}
-	return prefixes.ControlOf(def)
-}
-
-// prefixFor is the prefix rung r starts from (nil for none), for the
-// condition flag named: B, D and C (and their variants) the default
-// prefix, which binds; B0 its control, which binds nothing.
-func (lp ladderPrefixes) prefixFor(r agent.Rung, flag, hint string) (*prefixes.Prefix, error) {
-	switch r.Prefix {
-	case agent.PrefixNone:
-		return nil, nil
-	case agent.PrefixControl:
-		if lp.controlErr != nil {
-			return nil, usagef("%s %s needs the control of prefix %s, the same demonstration with nothing bound: %v; %s",
-				flag, r.Name, lp.def.Name, lp.controlErr, hint)
-		}
-		return lp.control, nil
-	}
-	if lp.named && lp.def.BindsNothing() {
-		// B, D and C are defined over a prefix that binds: this one
-		// would make B into B0, and D and C into no rung at all.
-		return nil, usagef("%s %s needs a prefix that binds its variables, and --prefix %s binds nothing: run condition B0 over it, or name the prefix it is the control of", flag, r.Name, lp.def.Name)
-	}
-	return lp.def, nil
 }

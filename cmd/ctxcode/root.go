@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ctxcode/ctxcode/bench"
 )
 
 // Exit codes (see DESIGN.md).
@@ -86,6 +88,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // says: a kernel that got the same signal dies too.
 func report(ctx context.Context, err error, stderr io.Writer) int {
 	var ue *usageError
+	var be *bench.InputError // bad input found as a run is built, in bench or ask
 	switch {
 	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return exitOK
@@ -104,6 +107,9 @@ func report(ctx context.Context, err error, stderr io.Writer) int {
 		return exitInterrupted
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "ctxcode: %s\n", strings.TrimRight(ue.msg, "\n"))
+		return exitUsage
+	case errors.As(err, &be):
+		fmt.Fprintf(stderr, "ctxcode: %s\n", strings.TrimRight(be.Msg, "\n"))
 		return exitUsage
 	case errors.As(err, new(*noAnswerError)):
 		fmt.Fprintf(stderr, "ctxcode: %v\n", err)

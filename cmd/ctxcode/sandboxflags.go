@@ -93,23 +93,30 @@ func (s *sandboxFlags) memoryLimit() int64 {
 	return int64(s.memory)
 }
 
-// transport picks and makes the transport for lang: Docker when asked or
-// when reachable; the host only when --sandbox local says so. The cleanup
-// function closes the Docker client.
-func (s *sandboxFlags) transport(ctx context.Context, lang kernel.Language, dataDir string, stderr io.Writer) (kernel.Transport, func(), error) {
+// openOptions are the sandbox's options the flags give, for kernels of
+// lang without data.
+func (s *sandboxFlags) openOptions(lang kernel.Language) sandbox.OpenOptions {
 	cfg := s.dockerConfig()
-	tr, cleanup, err := sandbox.Open(ctx, sandbox.OpenOptions{
+	return sandbox.OpenOptions{
 		Kind:         sandbox.Kind(s.kind),
 		HostFallback: s.hostFallback,
 		Lang:         lang,
-		DataDir:      dataDir,
 		FollowLinks:  s.followLinks,
 		NoIPython:    s.noIPython,
 		Docker:       &cfg,
 		Local:        kernel.LocalConfig{LinkData: s.dataLink},
 		Python:       s.python,
 		SweepTimeout: 30 * time.Second,
-	}, stderr)
+	}
+}
+
+// transport picks and makes the transport for lang: Docker when asked or
+// when reachable; the host only when --sandbox local says so. The cleanup
+// function closes the Docker client.
+func (s *sandboxFlags) transport(ctx context.Context, lang kernel.Language, dataDir string, stderr io.Writer) (kernel.Transport, func(), error) {
+	opts := s.openOptions(lang)
+	opts.DataDir = dataDir
+	tr, cleanup, err := sandbox.Open(ctx, opts, stderr)
 	if ie := (*sandbox.InputError)(nil); errors.As(err, &ie) {
 		return nil, cleanup, usagef("%v", err)
 	}

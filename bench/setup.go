@@ -1,0 +1,690 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/ctxcode/ctxcode/agent"
+	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/llm"
+	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/sandbox"
+	"github.com/ctxcode/ctxcode/session"
+)
+
+// The caps of a run, far above what a run is meant to be, so that a typo
+// (--reps 100000000) is refused at once rather than planned for minutes in
+// gigabytes of memory.
+const (
+	MaxReps     = 1000   // repetitions of every trial
+	MaxParallel = 256    // trials at once, each with its kernel
+	MaxTrials   = 100000 // models x conditions x tasks x reps
+)
+
+// Config is a run to build, as plain values (ctxcode bench's flags, checked
+// for form): Prepare turns it into a Setup, whose Open makes the Run ready
+// to Execute. The zero value of a field is its default where one is said.
+type Config struct {
+	// Out is the run directory; Mode how Open treats a run already there.
+	Out  string
+	Mode OpenMode
+	// DataDir is the data folder: one made by datasets (its built-in
+	// tasks), or the data of TaskFile. "" is the built-in data of Tier
+	// (s, m or xl) and Seed, generated once into the cache folder
+	// (datasets.Cached).
+	DataDir string
+	Tier    string
+	Seed    int64
+	// TaskFile is a JSON-lines file of the user's tasks (ReadTasks) over
+	// DataDir and Prefix; "" for the data's built-in tasks.
+	TaskFile string
+	// Prefix is the prefix of B, D and C, a built-in name or a file; ""
+	// for pm. Control is its control for B0 ("": prefixes.ControlOf).
+	Prefix  string
+	Control string
+	// Conditions is a comma list of built-in conditions (ParseConditions);
+	// ConditionsFile a file of variants (ReadConditions), "" for none.
+	Conditions     string
+	ConditionsFile string
+	// TaskIDs keeps only these tasks; nil keeps all.
+	TaskIDs []string
+	// Models are the models' names: llm.ReferenceName, or names that
+	// OpenModel makes clients of.
+	Models []string
+	// OpenModel makes the client of a model behind an API; it is called
+	// once per such model in Prepare, and its error returned as it is.
+	OpenModel func(name string) (llm.Model, error)
+	// BaseURL (without credentials) and SampleSeed (nil: none sent) are
+	// what run.json records of the API models' endpoint and sampling.
+	BaseURL    string
+	SampleSeed *int
+	Reps       int // at least 1
+	// Parallel is how many trials run at once; 0 for DefaultParallel.
+	Parallel int
+	// OrderSeed draws the trials' order; without OrderSeedSet the run's
+	// stored one (StoredOrderSeed) is taken, or a new one drawn.
+	OrderSeed    int64
+	OrderSeedSet bool
+	Agent        agent.Config
+	// Sandbox says where kernels run; Open fills its Lang, DataDir,
+	// FollowLinks and HostFallback (the host when Docker is not there,
+	// only for the reference model over the built-in tasks).
+	Sandbox sandbox.OpenOptions
+	// FollowLinks takes the files links in the data folder lead to
+	// outside it.
+	FollowLinks bool
+	// UnsafeLocal accepts local kernels that can read the run and the
+	// golds (kernel.Leaks) for a model behind an API.
+	UnsafeLocal bool
+	// Version is ctxcode's, recorded in run.json.
+	Version string
+	// SeeData, when not nil, is told the data folder once it is found,
+	// before it is read.
+	SeeData func(dir string)
+}
+
+// HostFallback says whether the kernels may run on this host when Docker
+// is not there: only for ctxcode's own code, the reference model's
+// solutions of the built-in tasks (a task file's gold_code and solutions
+// are the user's).
+func (c Config) HostFallback() bool {
+	return len(c.Models) == 1 && c.Models[0] == llm.ReferenceName && c.TaskFile == ""
+}
+
+// sandboxFor is where the run's kernels of lang over dataDir start.
+func (c Config) sandboxFor(lang kernel.Language, dataDir string) sandbox.OpenOptions {
+	opts := c.Sandbox
+	opts.Lang, opts.DataDir, opts.FollowLinks, opts.HostFallback = lang, dataDir, c.FollowLinks, c.HostFallback()
+	return opts
+}
+
+// DefaultParallel is the reference model's one trial per CPU (its trials
+// are all kernel work, so more would only queue for the CPUs), or, when a
+// model behind an API is in the run, 4 trials per CPU up to 16: those
+// trials mostly wait for the API while their kernels idle (an idle kernel
+// costs memory, not CPU), and more than 16 at once meets most providers'
+// rate limits, which the shared limiter then has to hold back anyway.
+func DefaultParallel(models []string) int {
+	n := runtime.NumCPU()
+	for _, m := range models {
+		if m != llm.ReferenceName {
+			return min(4*n, 16)
+		}
+	}
+	return max(n, 1)
+}
+
+// Setup is what a run is made of, found before any kernel starts. Run is
+// the run without its Transport (and without its Tasks while gold_code is
+// to run); set its Observer and Warn before Open.
+type Setup struct {
+	Run      *Run
+	DataDir  string
+	Manifest *datasets.Manifest // nil for data that is not a datasets folder
+	Source   TaskSource
+	// Tasks are the run's tasks with their golds; with a task file whose
+	// golds come from gold_code, empty until Open resolves them.
+	Tasks     []datasets.Task
+	UserTasks []UserTask       // with a task file, in its order: those of its good lines
+	Prefix    *prefixes.Prefix // Config.Prefix, or pm
+	// OrderSeed is the run's; OrderSeedDrawn says it was drawn now.
+	OrderSeed      int64
+	OrderSeedDrawn bool
+
+	cfg      Config
+	problems []TaskProblem // of the task file, reported with gold_code's (taskProblems)
+}
+
+// Prepare finds the data, the tasks, the prefixes, the conditions and the
+// models of the run cfg says, and refuses what cannot run (an *InputError)
+// before any kernel starts. warn hears of the built-in data's generation.
+func Prepare(cfg Config, warn io.Writer) (*Setup, error) {
+	if cfg.Reps < 1 {
+		return nil, inputErrorf("--reps %d: give 1 or more", cfg.Reps)
+	}
+	if cfg.Parallel == 0 {
+		cfg.Parallel = DefaultParallel(cfg.Models)
+	}
+	if err := cfg.checkLocal(); err != nil {
+		return nil, err
+	}
+	s := &Setup{cfg: cfg, Run: &Run{DataDir: cfg.DataDir, Agent: cfg.Agent, Parallel: cfg.Parallel}}
+	if err := s.find(warn); err != nil {
+		return nil, err
+	}
+	s.Run.DataDir = s.DataDir
+	for _, name := range cfg.Models {
+		m := Model{ModelInfo: ModelInfo{Name: name}}
+		if name == llm.ReferenceName {
+			m.For = func(c Condition) (llm.Model, error) { return s.reference(c, cfg.Agent.Encoding) }
+		} else {
+			m.BaseURL, m.Seed = cfg.BaseURL, cfg.SampleSeed
+			// Made now, so that a model that cannot be made (no key, a bad
+			// URL) is refused before the run folder is touched; every
+			// condition's trials share the client.
+			client, err := cfg.OpenModel(name)
+			if err != nil {
+				return nil, err
+			}
+			if oc, ok := client.(*llm.OpenAI); ok {
+				if t, sent := oc.Config().SentTemperature(); sent {
+					m.Temperature = &t
+				}
+			}
+			m.For = func(Condition) (llm.Model, error) { return client, nil }
+		}
+		s.Run.Models = append(s.Run.Models, m)
+	}
+	s.OrderSeed = cfg.OrderSeed
+	if !cfg.OrderSeedSet {
+		// A resume keeps the order of the run it resumes; a new run draws
+		// one, and says which, so that it can be given again.
+		seed, ok := StoredOrderSeed(cfg.Out)
+		if !ok {
+			seed = NewOrderSeed()
+		}
+		s.OrderSeed, s.OrderSeedDrawn = seed, !ok
+	}
+	return s, nil
+}
+
+// checkLocal refuses a run of a model behind an API in local kernels that
+// can read what its model must not (kernel.Leaks: the run directory, with
+// the other trials' answers, and the task file, with the golds), unless
+// UnsafeLocal accepts it. The reference model plays ctxcode's own
+// solutions: nothing to leak to.
+func (c Config) checkLocal() error {
+	if c.Sandbox.Kind != sandbox.KindLocal || c.UnsafeLocal {
+		return nil
+	}
+	var api []string
+	for _, m := range c.Models {
+		if m != llm.ReferenceName {
+			api = append(api, m)
+		}
+	}
+	if len(api) == 0 {
+		return nil
+	}
+	var secrets []string
+	if c.TaskFile != "" {
+		secrets = append(secrets, c.TaskFile)
+	}
+	why := kernel.Leaks(os.Geteuid(), kernel.LocalConfinement(false), secrets...)
+	if len(why) == 0 {
+		return nil
+	}
+	return inputErrorf("--sandbox local: %s; model %s could then read answers it must find itself. Use --sandbox docker "+
+		"(each kernel in a container that sees only the data), or pass --unsafe-local to accept it",
+		strings.Join(why, "; "), strings.Join(api, ", "))
+}
+
+// find is Prepare's search for the data, the tasks, the prefix and the
+// conditions.
+func (s *Setup) find(warn io.Writer) (err error) {
+	cfg := s.cfg
+	s.DataDir = cfg.DataDir
+	defer func() {
+		if err != nil && len(s.problems) > 0 { // the task file's problems are reported with what stopped the setup
+			err = s.taskProblems(nil, err.Error())
+		}
+	}()
+	if s.DataDir == "" {
+		tier, err := datasets.ParseTier(cfg.Tier)
+		if err != nil {
+			return inputErrorf("--tier: %v", err)
+		}
+		if s.DataDir, err = datasets.Cached(tier, cfg.Seed, warn); err != nil {
+			return err
+		}
+	}
+	if cfg.SeeData != nil {
+		cfg.SeeData(s.DataDir)
+	}
+	d, m, err := datasets.Load(s.DataDir)
+	switch {
+	case err == nil:
+		s.Manifest = m
+		s.Source = TaskSource{Kind: "builtin", Tier: m.Tier, Seed: m.Seed}
+	case errors.Is(err, datasets.ErrNotDataset) && cfg.TaskFile != "":
+	case errors.Is(err, datasets.ErrNotDataset):
+		return inputErrorf("--data %s is not a ctxcode data set, so it has no built-in tasks: make one with ctxcode data gen, or bring your tasks with --tasks FILE and --prefix P", s.DataDir)
+	default:
+		return dataError(err)
+	}
+	if cfg.TaskFile != "" {
+		// A bad line is not reported yet: with the missing solutions and
+		// the gold_code that fails, all at once (taskProblems).
+		uts, err := ReadTasks(cfg.TaskFile)
+		var tfe *TaskFileError
+		switch {
+		case errors.As(err, &tfe) && len(uts) == 0:
+			return inputErrorf("%v", err)
+		case errors.As(err, &tfe):
+			s.problems = tfe.Problems
+		case err != nil:
+			return err
+		}
+		b, err := os.ReadFile(cfg.TaskFile)
+		if err != nil {
+			return err
+		}
+		h := sha256.Sum256(b)
+		s.Source = TaskSource{Kind: "file", File: cfg.TaskFile, SHA256: hex.EncodeToString(h[:])}
+		s.UserTasks = uts
+	} else if s.Tasks, err = datasets.Tasks(d); err != nil {
+		return err
+	}
+	if len(cfg.TaskIDs) > 0 {
+		if err := s.only(cfg.TaskIDs); err != nil {
+			return err
+		}
+	}
+	name := cfg.Prefix
+	if name == "" {
+		name = "pm"
+	}
+	if s.Prefix, err = prefixes.Load(name); err != nil {
+		if cfg.Prefix == "" {
+			return err
+		}
+		return inputErrorf("%v", err)
+	}
+	if err := s.addConditions(); err != nil {
+		return err
+	}
+	for _, name := range cfg.Models {
+		if name != llm.ReferenceName {
+			continue
+		}
+		for _, ut := range s.UserTasks {
+			if ut.Solution == "" {
+				s.problems = append(s.problems, TaskProblem{Line: ut.Line, Msg: fmt.Sprintf(
+					"task %s has no solution, which --model reference plays: add \"solution\" to it, or use a real model", ut.ID)})
+			}
+		}
+		if s.Run.Language != kernel.Python {
+			return inputErrorf("--model reference plays Python solutions; prefix %s is %s", s.Prefix.Name, s.Run.Language)
+		}
+	}
+	tasks := max(len(s.Tasks), len(s.UserTasks))
+	conds := len(s.Run.Conditions)
+	if trials := len(cfg.Models) * conds * tasks * cfg.Reps; trials > MaxTrials {
+		return inputErrorf("the run would have %d trials (%d model(s) x %d condition(s) x %d task(s) x %d rep(s)), over the %d one run may have: "+
+			"split it (--task, --conditions, --model) or give fewer --reps", trials, len(cfg.Models), conds, tasks, cfg.Reps, MaxTrials)
+	}
+	return nil
+}
+
+// dataError is a data folder's error: the user's (an *InputError) when
+// the folder is not a data set it says it is.
+func dataError(err error) error {
+	for _, bad := range []error{datasets.ErrNotDataset, datasets.ErrDatasetChanged, datasets.ErrMalformed} {
+		if errors.Is(err, bad) {
+			return inputErrorf("%v", err)
+		}
+	}
+	return err
+}
+
+// addConditions gives the run its conditions: the built-in ones of
+// Config.Conditions, then the variants of Config.ConditionsFile, each with
+// the prefix it starts from. They must all run in one kernel language.
+func (s *Setup) addConditions() error {
+	cfg := s.cfg
+	rungs, err := ParseConditions(cfg.Conditions)
+	if err != nil {
+		return err
+	}
+	var variants []Variant
+	if cfg.ConditionsFile != "" {
+		if variants, err = ReadConditions(cfg.ConditionsFile); err != nil {
+			return inputErrorf("%v", err)
+		}
+	}
+	lp := LadderPrefixes{Default: s.Prefix, Named: cfg.Prefix != ""}
+	var control *prefixes.Prefix
+	if cfg.Control != "" {
+		if control, err = prefixes.Load(cfg.Control); err != nil {
+			return inputErrorf("--control: %v", err)
+		}
+	}
+	needControl := control != nil
+	for _, r := range rungs {
+		needControl = needControl || r.Prefix == agent.PrefixControl
+	}
+	for _, v := range variants {
+		needControl = needControl || v.Prefix == "" && v.Rung().Prefix == agent.PrefixControl
+	}
+	if needControl {
+		lp.Control, lp.ControlErr = ControlOf(s.Prefix, control)
+		var ie *InputError
+		if errors.As(lp.ControlErr, &ie) {
+			return lp.ControlErr
+		}
+	}
+	hint := "write one whose cells repeat full expressions and name it NAME" + prefixes.NoBindSuffix +
+		" (ctxcode prefix init writes it beside NAME.py), name it with --control P0, or leave B0 out (--conditions A,B,D,C)"
+	run := s.Run
+	add := func(r agent.Rung, p *prefixes.Prefix, base string) error {
+		lang := kernel.Python // A runs in the Python kernel, for its shell op
+		if p != nil {
+			lang = p.Language
+		}
+		if len(run.Conditions) > 0 && lang != run.Language {
+			return inputErrorf("--conditions: %s runs in the %s kernel and %s in the %s kernel; run them in two runs", run.Conditions[0].Name, run.Language, r.Name, lang)
+		}
+		run.Language = lang
+		run.Conditions = append(run.Conditions, Condition{Name: r.Name, Protocol: r.Protocol, Prefix: p, Base: base, Rules: r.Rules})
+		return nil
+	}
+	for _, r := range rungs {
+		p, err := lp.PrefixFor(r, "--conditions", hint)
+		if err != nil {
+			return err
+		}
+		if err := add(r, p, ""); err != nil {
+			return err
+		}
+	}
+	for _, v := range variants {
+		r := v.Rung()
+		var p *prefixes.Prefix
+		if v.Prefix == "" {
+			if p, err = lp.PrefixFor(r, fmt.Sprintf("%s:%d: variant", cfg.ConditionsFile, v.Line), hint); err != nil {
+				return err
+			}
+		} else if p, err = variantPrefix(cfg.ConditionsFile, v); err != nil {
+			return err
+		}
+		if err := add(r, p, v.Base); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// taskProblems is every problem of the task file found so far, and those
+// of more, in the file's order, as one *InputError, followed by also, a
+// line of what else stopped the run (nil when there is no problem).
+func (s *Setup) taskProblems(more []TaskProblem, also string) error {
+	all := append(slices.Clone(s.problems), more...)
+	if len(all) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(all, func(a, b TaskProblem) int { return cmp.Compare(a.Line, b.Line) })
+	msg := (&TaskFileError{Path: s.cfg.TaskFile, Problems: all}).Error()
+	if also != "" {
+		msg += "\n" + also
+	}
+	return &InputError{Msg: msg}
+}
+
+// only keeps the tasks named in ids, in the run's order.
+func (s *Setup) only(ids []string) error {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var known []string
+	if s.UserTasks != nil {
+		var kept []UserTask
+		for _, t := range s.UserTasks {
+			known = append(known, t.ID)
+			if want[t.ID] {
+				kept = append(kept, t)
+				delete(want, t.ID)
+			}
+		}
+		s.UserTasks = kept
+	} else {
+		var kept []datasets.Task
+		for _, t := range s.Tasks {
+			known = append(known, t.ID)
+			if want[t.ID] {
+				kept = append(kept, t)
+				delete(want, t.ID)
+			}
+		}
+		s.Tasks = kept
+	}
+	if len(want) > 0 {
+		var missing []string
+		for id := range want {
+			missing = append(missing, id)
+		}
+		sort.Strings(missing)
+		hint := ""
+		if len(known) > 0 {
+			hint = fmt.Sprintf(" (the tasks are %s … %s)", known[0], known[len(known)-1])
+		}
+		return inputErrorf("--task: no task %s%s", strings.Join(missing, ", "), hint)
+	}
+	return nil
+}
+
+// NeedsGolds says whether some user task's gold is computed by its
+// gold_code in a kernel (by Open).
+func (s *Setup) NeedsGolds() bool {
+	for _, ut := range s.UserTasks {
+		if ut.GoldCode != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveGolds computes the gold of every user task that has gold_code,
+// each in a fresh kernel of tr over the prefix, and then refuses the task
+// file with every problem found in it: its bad lines, the missing
+// solutions, the gold_code that failed.
+func (s *Setup) resolveGolds(ctx context.Context, tr kernel.Transport) error {
+	if s.UserTasks == nil || len(s.Tasks) > 0 { // built-in tasks, or resolved already
+		return nil
+	}
+	golds, problems, err := ResolveGolds(ctx, tr, s.Prefix, s.UserTasks, kernel.ExecOptions{Timeout: s.cfg.Agent.CellTimeout})
+	var be *prefixes.BuildError
+	switch {
+	case err != nil && ctx.Err() == nil && len(s.problems) > 0:
+		return s.taskProblems(nil, "(gold_code was not run: "+err.Error()+")")
+	case errors.As(err, &be):
+		return inputErrorf("%v", err) // the prefix's fault
+	case err != nil:
+		return err
+	}
+	if err := s.taskProblems(problems, ""); err != nil {
+		return err
+	}
+	s.Tasks = golds
+	return nil
+}
+
+// reference is the reference model for condition c.
+func (s *Setup) reference(c Condition, enc session.Encoding) (llm.Model, error) {
+	if s.UserTasks == nil {
+		return BuiltinReference(s.Tasks, c.Prefix, enc)
+	}
+	solutions := map[string]string{}
+	for _, ut := range s.UserTasks {
+		solutions[ut.Question] = ut.Reference(c.Prefix, s.Prefix)
+	}
+	return llm.NewReference(solutions, enc), nil
+}
+
+// BuiltinReference is the reference model of the built-in tasks for a
+// session that starts from prefix (nil for none): pm's solutions over pm,
+// self-contained ones (they load the data) over any other; a Go prefix is
+// an *InputError.
+func BuiltinReference(tasks []datasets.Task, prefix *prefixes.Prefix, enc session.Encoding) (llm.Model, error) {
+	kind := datasets.PythonLoad
+	switch {
+	case prefix == nil:
+	case prefix.Name == "pm":
+		kind = datasets.PythonPM
+	case prefix.Language == kernel.Go:
+		return nil, inputErrorf("--model reference plays Python solutions; prefix %s is Go", prefix.Name)
+	}
+	solutions := map[string]string{}
+	for _, t := range tasks {
+		code, err := datasets.Reference(t, kind)
+		if err != nil {
+			return nil, err
+		}
+		solutions[t.Question] = code
+	}
+	return llm.NewReference(solutions, enc), nil
+}
+
+// Open makes the run ready to Execute and returns its log. It checks the
+// run folder before any kernel starts (whole when every gold is given,
+// else all but the comparison of configurations), opens the transport
+// (warnings to warn), computes the golds of gold_code, pins the Spec and
+// makes or resumes the run folder (Config.Mode; its warnings to Run.Warn).
+// A run folder that holds another run is an *InputError. The cleanup
+// function, never nil, closes the transport: call it after the log is
+// closed.
+func (s *Setup) Open(ctx context.Context, warn io.Writer) (_ *Log, cleanup func(), _ error) {
+	cleanup = func() {}
+	cfg, run := s.cfg, s.Run
+	var known *Spec
+	if !s.NeedsGolds() {
+		if err := s.resolveGolds(ctx, nil); err != nil { // no kernel: every gold is given
+			return nil, cleanup, err
+		}
+		spec, err := s.Spec(ctx, nil)
+		if err != nil {
+			return nil, cleanup, err
+		}
+		known = &spec
+	}
+	if err := Check(cfg.Out, known, cfg.Mode); err != nil {
+		return nil, cleanup, inputErrorf("--out %v", err)
+	}
+	tr, cleanup, err := sandbox.Open(ctx, cfg.sandboxFor(run.Language, s.DataDir), warn)
+	if ie := (*sandbox.InputError)(nil); errors.As(err, &ie) {
+		err = inputErrorf("%v", err)
+	}
+	if err != nil {
+		if perr := s.taskProblems(nil, "(gold_code was not run: "+err.Error()+")"); perr != nil && ctx.Err() == nil {
+			return nil, cleanup, perr // what was found of the task file comes first
+		}
+		return nil, cleanup, err
+	}
+	if err := s.resolveGolds(ctx, tr); err != nil {
+		return nil, cleanup, err
+	}
+	run.Transport, run.Tasks = tr, s.Tasks
+	if run.Spec, err = s.Spec(ctx, tr); err != nil {
+		return nil, cleanup, err
+	}
+	log, err := Open(cfg.Out, run.Spec, cfg.Mode, run.Warn)
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		return nil, cleanup, inputErrorf("--out %v", err)
+	}
+	return log, cleanup, err
+}
+
+// Spec is what run.json records of the run. Its kernels run through tr;
+// before tr is open (nil), where they will run is what Config.Sandbox
+// says, and the runtime is not known (zero).
+func (s *Setup) Spec(ctx context.Context, tr kernel.Transport) (Spec, error) {
+	cfg, run := s.cfg, s.Run
+	sp := Spec{
+		Version:  cfg.Version,
+		Tasks:    s.Source,
+		Reps:     cfg.Reps,
+		Budgets:  BudgetsOf(cfg.Agent),
+		Data:     DataInfo{Dir: s.DataDir, FollowLinks: cfg.FollowLinks},
+		Parallel: run.Parallel,
+		// The order is not a result's: a resume under another seed is
+		// refused only when the seed is given (Config.OrderSeedSet).
+		OrderSeed: s.OrderSeed,
+	}
+	sp.TaskList = s.Tasks
+	for _, m := range run.Models {
+		sp.Models = append(sp.Models, m.ModelInfo)
+	}
+	for _, c := range run.Conditions {
+		ci := c.Info()
+		var err error
+		if ci.FirstRequest, err = run.FirstRequestSHA256(c, cfg.FollowLinks); err != nil {
+			return Spec{}, err
+		}
+		sp.Conditions = append(sp.Conditions, ci)
+	}
+	if s.Manifest != nil {
+		sp.Data.Manifest = s.Manifest
+		b, _ := json.Marshal(s.Manifest)
+		h := sha256.Sum256(b)
+		sp.Data.SHA256 = hex.EncodeToString(h[:])
+	} else {
+		sp.Data.SHA256 = folderHash(s.DataDir, cfg.FollowLinks)
+	}
+	noIPython := cfg.Sandbox.NoIPython
+	sp.Sandbox = SandboxInfo{Kind: string(sandbox.KindLocal), NoIPython: noIPython}
+	dc := sandbox.DefaultConfig()
+	if cfg.Sandbox.Docker != nil {
+		dc = *cfg.Sandbox.Docker
+	}
+	d, docker := tr.(*sandbox.Docker)
+	if docker {
+		dc = d.Config()
+	}
+	// Else the host: a local sandbox, or no Docker for the reference model.
+	if docker || tr == nil && cfg.Sandbox.Kind != sandbox.KindLocal {
+		sp.Sandbox = SandboxInfo{Kind: string(sandbox.KindDocker), Image: dc.Image, NoIPython: noIPython,
+			Network: dc.Network, Memory: dc.Memory, MemorySwap: dc.Swap, CPUs: dc.CPUs, Pids: dc.Pids, TmpSize: dc.TmpSize,
+			User: dc.User, WritableRoot: dc.WritableRoot, KeepCaps: dc.KeepCaps, NewPrivileges: dc.NewPrivileges}
+	}
+	if tr == nil {
+		return sp, nil
+	}
+	// What runs the cells, as the transcript cache keys it.
+	var err error
+	if sp.Runtime.Driver, err = prefixes.DriverVersion(run.Language); err != nil {
+		return Spec{}, err
+	}
+	if docker {
+		if sp.Runtime.ImageID, err = sandbox.ImageID(ctx, sp.Sandbox.Image); err != nil {
+			return Spec{}, fmt.Errorf("the kernel image %s: %w", sp.Sandbox.Image, err)
+		}
+	} else {
+		sp.Runtime.Interpreter = cfg.sandboxFor(run.Language, "").RuntimeIdentity("")
+	}
+	return sp, nil
+}
+
+// folderHash identifies a data folder that has no manifest as the kernels
+// see it (kernel.WalkReadOnly, links out of it followed with followLinks):
+// the SHA-256 of every file's path and bytes, in path order.
+func folderHash(dir string, followLinks bool) string {
+	h := sha256.New()
+	_ = kernel.WalkReadOnly(dir, kernel.WalkOptions{FollowLinks: followLinks}, func(e kernel.DataEntry) error {
+		if e.Dir {
+			return nil
+		}
+		f, err := kernel.OpenData(e)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		fmt.Fprintf(h, "%s\x00", e.Rel)
+		_, _ = io.Copy(h, io.LimitReader(f, e.Size))
+		h.Write([]byte{0})
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))
+}
