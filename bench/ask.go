@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/internal/outfile"
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/llm"
 	"github.com/ctxcode/ctxcode/prefixes"
@@ -120,7 +119,7 @@ func PrepareAsk(ctx context.Context, cfg AskConfig, warn io.Writer) (*AskSetup, 
 		}
 	case errors.Is(err, datasets.ErrNotDataset):
 	default:
-		return nil, datasetError(err)
+		return nil, dataError(err)
 	}
 	def, control, err := s.loadPrefix()
 	if err != nil {
@@ -169,32 +168,13 @@ func PrepareAsk(ctx context.Context, cfg AskConfig, warn io.Writer) (*AskSetup, 
 
 // checkAskData refuses a data folder that is not one.
 func checkAskData(dir string) error {
-	st, err := os.Stat(dir)
-	switch {
-	case dir == "":
+	if dir == "" {
 		return inputErrorf("--data: no data folder given")
-	case errors.Is(err, os.ErrNotExist):
-		return inputErrorf("--data %s: no such folder; give the folder that holds the data files", dir)
-	case err != nil:
-		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
-			err = pe.Err // the path is said already
-		}
-		return inputErrorf("--data %s: %v", dir, err)
-	case !st.IsDir():
-		return inputErrorf("--data %s: not a folder but a file; give the folder that holds the data files", dir)
+	}
+	if err := outfile.CheckDataDir(dir); err != nil {
+		return inputErrorf("--data %v", err)
 	}
 	return nil
-}
-
-// datasetError makes a data set that is not one, changed, or malformed
-// an *InputError; other failures (reading the disk) stay what they are.
-func datasetError(err error) error {
-	for _, bad := range []error{datasets.ErrNotDataset, datasets.ErrDatasetChanged, datasets.ErrMalformed} {
-		if errors.Is(err, bad) {
-			return inputErrorf("%v", err)
-		}
-	}
-	return err
 }
 
 // loadPrefix is the default prefix (nil for a rung without one) and, when
@@ -242,18 +222,8 @@ func (s *AskSetup) initPrefix() (*prefixes.InitResult, error) {
 		}
 	}
 	res, err := prefixes.InitWith(s.cfg.DataDir, prefixes.InitOptions{Lang: kernel.Python, MemoryLimit: memory, FollowLinks: s.cfg.Sandbox.FollowLinks})
-	if res != nil {
-		for _, sk := range res.Skipped {
-			fmt.Fprintf(s.warn, "ctxcode: prefix init: skipped %s: %s\n", sk.File, sk.Reason)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(s.warn, "ctxcode: prefix init: warning: %s\n", w)
-	}
-	return res, nil
+	res.WriteNotes(s.warn)
+	return res, err
 }
 
 // Prefix is the prefix the rung starts from (nil for none).
@@ -341,7 +311,7 @@ type askKernel struct {
 	opts    sandbox.OpenOptions
 	warn    io.Writer // safe to write from the run's goroutine
 	k       kernel.Kernel
-	cleanup func()
+	stop    func() error
 }
 
 // ready is agent.Session.Start: a fresh kernel, the first time started
@@ -353,28 +323,19 @@ func (a *askKernel) ready(ctx context.Context) (kernel.Kernel, error) {
 		}
 		return a.k, nil
 	}
-	tr, cleanup, err := sandbox.Open(ctx, a.opts, a.warn)
-	a.cleanup = cleanup
-	if err != nil {
-		return nil, err
+	if a.stop != nil { // a start that failed
+		_ = a.stop()
 	}
-	k, err := kernel.Start(ctx, a.opts.Lang, tr, kernel.ClientOptions{})
-	if err != nil {
-		return nil, err
-	}
-	a.k = k
-	return k, nil
+	k, stop, err := sandbox.Start(ctx, a.opts, a.warn)
+	a.k, a.stop = k, stop
+	return k, err
 }
 
 func (a *askKernel) close() {
-	if a.k != nil {
-		_ = a.k.Close()
-		a.k = nil
+	if a.stop != nil {
+		_ = a.stop()
 	}
-	if a.cleanup != nil {
-		a.cleanup()
-		a.cleanup = nil
-	}
+	a.k, a.stop = nil, nil
 }
 
 // AskResult is one asked question, answered or not.

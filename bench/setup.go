@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/internal/outfile"
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/llm"
 	"github.com/ctxcode/ctxcode/prefixes"
@@ -77,7 +79,10 @@ type Config struct {
 	// stored one (StoredOrderSeed) is taken, or a new one drawn.
 	OrderSeed    int64
 	OrderSeedSet bool
-	Agent        agent.Config
+	// PicksData says a Tier or Seed was asked for, which only the
+	// built-in tasks take.
+	PicksData bool
+	Agent     agent.Config
 	// Sandbox says where kernels run; Open fills its Lang, DataDir,
 	// FollowLinks and HostFallback (the host when Docker is not there,
 	// only for the reference model over the built-in tasks).
@@ -147,12 +152,99 @@ type Setup struct {
 	problems []TaskProblem // of the task file, reported with gold_code's (taskProblems)
 }
 
+// Check refuses, before anything is read, a Config that cannot be a run:
+// numbers out of range, a task file without its data and prefix, files
+// that are not there, a run folder that cannot be written or lies in the
+// data, a task file a kernel would see, a model named twice. Prepare
+// checks it too.
+func (c Config) Check() error {
+	switch {
+	case c.Out == "":
+		return inputErrorf("bench: give the run directory with --out RUNDIR (a new folder, or one that holds this run to resume it)")
+	case c.Reps < 1:
+		return inputErrorf("--reps %d: give 1 or more", c.Reps)
+	case c.Reps > MaxReps:
+		return inputErrorf("--reps %d: at most %d: each rep runs every (model, condition, task) again", c.Reps, MaxReps)
+	case c.Parallel < 0:
+		return inputErrorf("--parallel %d: give 1 or more (0: the default)", c.Parallel)
+	case c.Parallel > MaxParallel:
+		return inputErrorf("--parallel %d: at most %d trials at once, each with a kernel of up to --memory", c.Parallel, MaxParallel)
+	case c.TaskFile != "" && (c.DataDir == "" || c.Prefix == ""):
+		return inputErrorf("--tasks needs --data DIR (the folder the tasks ask about) and --prefix P (the prefix their gold_code and solutions are written against)")
+	case c.TaskFile != "" && c.PicksData:
+		return inputErrorf("--tasks brings its own tasks: drop --tier and --seed")
+	case c.DataDir != "" && c.PicksData:
+		return inputErrorf("--data names the data: drop --tier and --seed (they pick a built-in data set)")
+	case c.OrderSeed < 0:
+		return inputErrorf("--order-seed %d: give 0 or more", c.OrderSeed)
+	}
+	if c.DataDir != "" {
+		if err := outfile.CheckDataDir(c.DataDir); err != nil {
+			return inputErrorf("--data %v", err)
+		}
+	}
+	for _, f := range []struct{ flag, path, what string }{{"--tasks", c.TaskFile, "tasks"}, {"--conditions-file", c.ConditionsFile, "condition variants"}} {
+		if st, err := os.Stat(f.path); f.path != "" && (err != nil || st.IsDir()) {
+			return inputErrorf("%s %s: no such file; give a JSON-lines file of %s (see ctxcode bench -h)", f.flag, f.path, f.what)
+		}
+	}
+	if err := checkRunDir(c.Out); err != nil {
+		return err
+	}
+	if c.DataDir != "" && outfile.Inside(c.Out, c.DataDir) {
+		// The kernels see the data folder: every later trial could read
+		// the earlier ones' lines and golds there.
+		return inputErrorf("--out %s is inside --data %s, which every kernel can read: put the run outside the data folder", c.Out, c.DataDir)
+	}
+	if c.TaskFile != "" {
+		// The golds: a kernel that sees the file (inside the folder, by a
+		// link FollowLinks takes, or a hard link) reads them, and
+		// condition A's skill document would show a line of it.
+		rel, err := kernel.SeenAs(c.DataDir, kernel.WalkOptions{FollowLinks: c.FollowLinks}, c.TaskFile)
+		if err != nil {
+			return inputErrorf("--tasks %s, --data %s: %v", c.TaskFile, c.DataDir, outfile.UnwrapPath(err))
+		}
+		if rel != "" {
+			return inputErrorf("--tasks %s is inside --data %s (as data/%s), which every kernel can read: the golds would be in reach of the model; "+
+				"put the task file outside the data folder", c.TaskFile, c.DataDir, rel)
+		}
+	}
+	seen := map[string]bool{}
+	for _, m := range c.Models {
+		if seen[m] {
+			return inputErrorf("--model: %s is named twice", m)
+		}
+		seen[m] = true
+	}
+	return nil
+}
+
+// checkRunDir refuses a run folder that cannot be one: a file, or a
+// folder whose parent does not exist or takes no files.
+func checkRunDir(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case err == nil && !st.IsDir():
+		return inputErrorf("--out %s: a file, not a folder: give a folder for the run", dir)
+	case err == nil:
+		err = outfile.CheckWritableDir(dir, "the run")
+	case errors.Is(err, os.ErrNotExist):
+		err = outfile.CheckWritableDir(filepath.Dir(filepath.Clean(dir)), dir)
+	default:
+		return inputErrorf("--out %s: %v", dir, outfile.UnwrapPath(err))
+	}
+	if err != nil {
+		return inputErrorf("--out: %v", err)
+	}
+	return nil
+}
+
 // Prepare finds the data, the tasks, the prefixes, the conditions and the
 // models of the run cfg says, and refuses what cannot run (an *InputError)
 // before any kernel starts. warn hears of the built-in data's generation.
 func Prepare(cfg Config, warn io.Writer) (*Setup, error) {
-	if cfg.Reps < 1 {
-		return nil, inputErrorf("--reps %d: give 1 or more", cfg.Reps)
+	if err := cfg.Check(); err != nil {
+		return nil, err
 	}
 	if cfg.Parallel == 0 {
 		cfg.Parallel = DefaultParallel(cfg.Models)

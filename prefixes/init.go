@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -216,6 +217,21 @@ func InitWith(dir string, o InitOptions) (*InitResult, error) {
 			res.Tokens, o.Encoding, o.MaxTokens))
 	}
 	return res, nil
+}
+
+// WriteNotes writes to w, one line each, what the person running init
+// should know of r: the files it left out, then its warnings. A nil r
+// writes nothing.
+func (r *InitResult) WriteNotes(w io.Writer) {
+	if r == nil {
+		return
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(w, "ctxcode: prefix init: skipped %s: %s\n", s.File, s.Reason)
+	}
+	for _, m := range r.Warnings {
+		fmt.Fprintf(w, "ctxcode: prefix init: warning: %s\n", m)
+	}
 }
 
 // dataFile is a loadable file of the data folder, or a group of files with

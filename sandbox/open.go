@@ -265,3 +265,28 @@ func (o *OpenOptions) exe() (string, error) {
 	}
 	return exe, nil
 }
+
+// Start opens the transport opts say (Open) and starts one kernel of
+// opts.Lang through it. stop closes the kernel, then the transport; it is
+// never nil, and is to be called once, whatever Start returned.
+func Start(ctx context.Context, opts OpenOptions, warn io.Writer) (k kernel.Kernel, stop func() error, err error) {
+	tr, cleanup, err := Open(ctx, opts, warn)
+	stop = func() error {
+		if cleanup != nil {
+			cleanup()
+		}
+		return nil
+	}
+	if err != nil {
+		return nil, stop, err
+	}
+	c, err := kernel.Start(ctx, opts.Lang, tr, kernel.ClientOptions{})
+	if err != nil {
+		return nil, stop, err
+	}
+	return c, func() error {
+		err := c.Close()
+		_ = stop()
+		return err
+	}, nil
+}

@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/bench"
-	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/llm"
 	"github.com/ctxcode/ctxcode/prefixes"
 )
@@ -44,6 +41,8 @@ type benchOptions struct {
 	// unsafeLocal accepts local kernels that can read the run and the
 	// golds (kernel.Leaks).
 	unsafeLocal bool
+	// picksData says --tier or --seed was given.
+	picksData bool
 }
 
 func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
@@ -80,63 +79,10 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 	if err := o.modelFlags.check(); err != nil {
 		return nil, err
 	}
-	switch {
-	case o.out == "":
+	if o.out == "" {
 		return nil, usagef("bench: give the run directory with --out RUNDIR (a new folder, or one that holds this run to resume it)")
-	case o.reps < 1:
-		return nil, usagef("--reps %d: give 1 or more", o.reps)
-	case o.reps > bench.MaxReps:
-		return nil, usagef("--reps %d: at most %d: each rep runs every (model, condition, task) again", o.reps, bench.MaxReps)
-	case o.parallel < 0:
-		return nil, usagef("--parallel %d: give 1 or more (0: the default)", o.parallel)
-	case o.parallel > bench.MaxParallel:
-		return nil, usagef("--parallel %d: at most %d trials at once, each with a kernel of up to --memory", o.parallel, bench.MaxParallel)
-	case o.taskFile != "" && (o.dataDir == "" || o.prefixName == ""):
-		return nil, usagef("--tasks needs --data DIR (the folder the tasks ask about) and --prefix P (the prefix their gold_code and solutions are written against)")
-	case o.taskFile != "" && (fs.Changed("tier") || fs.Changed("seed")):
-		return nil, usagef("--tasks brings its own tasks: drop --tier and --seed")
-	case o.dataDir != "" && (fs.Changed("tier") || fs.Changed("seed")):
-		return nil, usagef("--data names the data: drop --tier and --seed (they pick a built-in data set)")
 	}
-	if o.dataDir != "" {
-		if err := checkDataDir("--data", o.dataDir); err != nil {
-			return nil, err
-		}
-	}
-	if o.taskFile != "" {
-		if st, err := os.Stat(o.taskFile); err != nil || st.IsDir() {
-			return nil, usagef("--tasks %s: no such file; give a JSON-lines file of tasks (see ctxcode bench -h)", o.taskFile)
-		}
-	}
-	if o.conditionsFile != "" {
-		if st, err := os.Stat(o.conditionsFile); err != nil || st.IsDir() {
-			return nil, usagef("--conditions-file %s: no such file; give a JSON-lines file of condition variants (see ctxcode bench -h)", o.conditionsFile)
-		}
-	}
-	if o.orderSeed < 0 {
-		return nil, usagef("--order-seed %d: give 0 or more", o.orderSeed)
-	}
-	if err := checkRunDir(o.out); err != nil {
-		return nil, err
-	}
-	if o.dataDir != "" && inside(o.out, o.dataDir) {
-		// The kernels see the data folder: every later trial could read
-		// the earlier ones' lines and golds there.
-		return nil, usagef("--out %s is inside --data %s, which every kernel can read: put the run outside the data folder", o.out, o.dataDir)
-	}
-	if o.taskFile != "" {
-		// The golds: a kernel that sees the file (inside the folder, by a
-		// link --follow-links takes, or a hard link) reads them, and
-		// condition A's skill document would show a line of it.
-		rel, err := kernel.SeenAs(o.dataDir, kernel.WalkOptions{FollowLinks: o.sandbox.followLinks}, o.taskFile)
-		if err != nil {
-			return nil, usagef("--tasks %s, --data %s: %v", o.taskFile, o.dataDir, unwrapPath(err))
-		}
-		if rel != "" {
-			return nil, usagef("--tasks %s is inside --data %s (as data/%s), which every kernel can read: the golds would be in reach of the model; "+
-				"put the task file outside the data folder", o.taskFile, o.dataDir, rel)
-		}
-	}
+	o.picksData = fs.Changed("tier") || fs.Changed("seed")
 	for _, m := range strings.Split(models, ",") {
 		if m = strings.TrimSpace(m); m == "" && strings.TrimSpace(models) != "" {
 			return nil, usagef("--model %q: an empty name in the list", models)
@@ -152,42 +98,15 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 		}
 		o.models = []string{m}
 	}
-	if dup := duplicate(o.models); dup != "" {
-		return nil, usagef("--model: %s is named twice", dup)
-	}
 	o.taskIDs = splitList(tasks)
+	cfg := o.config()
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
 	// Only the reference model's code (ctxcode's own solutions) may run on
 	// this host when Docker is not there (runtimeIdentity reads it).
-	o.sandbox.hostFallback = o.config().HostFallback()
+	o.sandbox.hostFallback = cfg.HostFallback()
 	return o, nil
-}
-
-// checkRunDir refuses an --out that cannot become a run directory: a
-// file, or a folder whose parent does not exist or takes no files.
-func checkRunDir(dir string) error {
-	st, err := os.Stat(dir)
-	switch {
-	case err == nil && !st.IsDir():
-		return usagef("--out %s: a file, not a folder: give a folder for the run", dir)
-	case err == nil:
-		return checkWritableDir("--out", dir, "the run")
-	case errors.Is(err, os.ErrNotExist):
-		return checkWritableDir("--out", filepath.Dir(filepath.Clean(dir)), dir)
-	}
-	return usagef("--out %s: %v", dir, unwrapPath(err))
-}
-
-// inside says whether path is dir or in it (after resolving both).
-func inside(path, dir string) bool {
-	p, d := absPath(path), absPath(dir)
-	if r, err := filepath.EvalSymlinks(d); err == nil {
-		d = r
-	}
-	if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
-		p = filepath.Join(r, filepath.Base(p))
-	}
-	rel, err := filepath.Rel(d, p)
-	return err == nil && filepath.IsLocal(rel) || rel == "."
 }
 
 func splitList(s string) []string {
@@ -198,17 +117,6 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-func duplicate(xs []string) string {
-	seen := map[string]bool{}
-	for _, x := range xs {
-		if seen[x] {
-			return x
-		}
-		seen[x] = true
-	}
-	return ""
 }
 
 // config is the run the flags ask for.
@@ -226,7 +134,8 @@ func (o *benchOptions) config() bench.Config {
 		Prefix: o.prefixName, Control: o.control,
 		Conditions: o.conditions, ConditionsFile: o.conditionsFile, TaskIDs: o.taskIDs,
 		Models: o.models, BaseURL: o.endpoint(),
-		Reps: o.reps, Parallel: o.parallel, OrderSeed: o.orderSeed, OrderSeedSet: o.orderSeedSet,
+		PicksData: o.picksData,
+		Reps:      o.reps, Parallel: o.parallel, OrderSeed: o.orderSeed, OrderSeedSet: o.orderSeedSet,
 		Agent:       o.agent,
 		Sandbox:     o.sandbox.openOptions(""),
 		FollowLinks: o.sandbox.followLinks,

@@ -116,23 +116,18 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if o.dataDir != "" {
 		noteData(o.dataDir, o.sandbox.followLinks, stderr)
 	}
-	tr, cleanup, err := o.sandbox.transport(ctx, o.lang, o.dataDir, stderr)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	k, err := kernel.Start(ctx, o.lang, tr, kernel.ClientOptions{})
+	k, stop, err := o.sandbox.start(ctx, o.lang, o.dataDir, stderr)
+	defer func() {
+		if cerr := stop(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted while the kernel started: %w", ctx.Err())
 		}
 		return err
 	}
-	defer func() {
-		if cerr := k.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
 	count := 0

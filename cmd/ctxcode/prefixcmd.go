@@ -133,19 +133,8 @@ func needData(cmd string, p *prefixes.Prefix, dataDir string) error {
 // start starts a fresh kernel for the prefix; stop closes it and its
 // transport.
 func (o *prefixOptions) start(ctx context.Context, stderr io.Writer) (kernel.Kernel, func(), error) {
-	tr, cleanup, err := o.sandbox.transport(ctx, o.prefix.Language, o.dataDir, stderr)
-	if err != nil {
-		if cleanup == nil {
-			cleanup = func() {}
-		}
-		return nil, cleanup, err
-	}
-	k, err := kernel.Start(ctx, o.prefix.Language, tr, kernel.ClientOptions{})
-	if err != nil {
-		cleanup()
-		return nil, func() {}, err
-	}
-	return k, func() { _ = k.Close(); cleanup() }, nil
+	k, stop, err := o.sandbox.start(ctx, o.prefix.Language, o.dataDir, stderr)
+	return k, func() { _ = stop() }, err
 }
 
 // execute runs the prefix in a fresh kernel and returns its cells; a cell
@@ -165,35 +154,6 @@ func (o *prefixOptions) execute(ctx context.Context, stderr io.Writer) ([]sessio
 		return nil, err
 	}
 	return cells, nil
-}
-
-// initPrefix writes a prefix for dir (links out of it followed with
-// followLinks) and tells stderr what it skipped and what to know of it,
-// such as data that would leave its kernels, whose memory limit is memory
-// (0: none), little room to work.
-func initPrefix(dir string, lang kernel.Language, memory int64, followLinks bool, stderr io.Writer) ([]byte, error) {
-	res, err := initPrefixWith(dir, lang, memory, followLinks, stderr)
-	if err != nil {
-		return nil, err
-	}
-	return res.Source, nil
-}
-
-// initPrefixWith is initPrefix, with the prefix's control.
-func initPrefixWith(dir string, lang kernel.Language, memory int64, followLinks bool, stderr io.Writer) (*prefixes.InitResult, error) {
-	res, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang, MemoryLimit: memory, FollowLinks: followLinks})
-	if res != nil {
-		for _, s := range res.Skipped {
-			fmt.Fprintf(stderr, "ctxcode: prefix init: skipped %s: %s\n", s.File, s.Reason)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(stderr, "ctxcode: prefix init: warning: %s\n", w)
-	}
-	return res, nil
 }
 
 func runPrefixInit(args []string, stdout, stderr io.Writer) error {
@@ -233,7 +193,8 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	noteData(*dir, follow, stderr)
-	res, err := initPrefixWith(*dir, l, int64(memory), follow, stderr)
+	res, err := prefixes.InitWith(*dir, prefixes.InitOptions{Lang: l, MemoryLimit: int64(memory), FollowLinks: follow})
+	res.WriteNotes(stderr)
 	if err != nil {
 		return usagef("prefix init: %v", err)
 	}

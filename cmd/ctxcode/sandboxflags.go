@@ -110,17 +110,16 @@ func (s *sandboxFlags) openOptions(lang kernel.Language) sandbox.OpenOptions {
 	}
 }
 
-// transport picks and makes the transport for lang: Docker when asked or
-// when reachable; the host only when --sandbox local says so. The cleanup
-// function closes the Docker client.
-func (s *sandboxFlags) transport(ctx context.Context, lang kernel.Language, dataDir string, stderr io.Writer) (kernel.Transport, func(), error) {
+// start starts a kernel of lang over dataDir in a fresh transport
+// (sandbox.Start); stop closes both and is never nil.
+func (s *sandboxFlags) start(ctx context.Context, lang kernel.Language, dataDir string, stderr io.Writer) (kernel.Kernel, func() error, error) {
 	opts := s.openOptions(lang)
 	opts.DataDir = dataDir
-	tr, cleanup, err := sandbox.Open(ctx, opts, stderr)
+	k, stop, err := sandbox.Start(ctx, opts, stderr)
 	if ie := (*sandbox.InputError)(nil); errors.As(err, &ie) {
-		return nil, cleanup, usagef("%v", err)
+		err = usagef("%v", err)
 	}
-	return tr, cleanup, err
+	return k, stop, err
 }
 
 // dockerConfig is the containers' configuration the flags give.
