@@ -172,6 +172,16 @@ func TestPrepareRefuses(t *testing.T) {
 		{"prefix that binds nothing", func(c *bench.Config) { c.Prefix, c.Conditions = "pm-nobind", "D" }, "--conditions D needs a prefix that binds its variables, and --prefix pm-nobind binds nothing"},
 		{"too many trials", func(c *bench.Config) { c.Reps = 1000; c.Models = []string{llm.ReferenceName} }, "over the 100000 one run may have"},
 		{"no reps", func(c *bench.Config) { c.Reps = 0 }, "--reps 0: give 1 or more"},
+		{"too many at once", func(c *bench.Config) { c.Parallel = bench.MaxParallel + 1 }, "--parallel 257: at most 256"},
+		{"model twice", func(c *bench.Config) { c.Models = []string{llm.ReferenceName, llm.ReferenceName} }, "--model: reference is named twice"},
+		{"tier with data", func(c *bench.Config) { c.DataDir, c.PicksData = notData, true }, "--data names the data: drop --tier and --seed"},
+		{"run inside the data", func(c *bench.Config) { c.DataDir, c.Out = notData, filepath.Join(notData, "run") }, "which every kernel can read: put the run outside the data folder"},
+		{"run is a file", func(c *bench.Config) { c.Out = filepath.Join(notData, "x.csv") }, "a file, not a folder"},
+		{"no conditions file", func(c *bench.Config) { c.ConditionsFile = filepath.Join(notData, "none.jsonl") }, "--conditions-file " + filepath.Join(notData, "none.jsonl") + ": no such file"},
+		{"tasks without prefix", func(c *bench.Config) { c.TaskFile, c.DataDir = filepath.Join(notData, "x.csv"), notData }, "--tasks needs --data DIR"},
+		{"golds inside the data", func(c *bench.Config) {
+			c.TaskFile, c.DataDir, c.Prefix = filepath.Join(notData, "x.csv"), notData, "pm"
+		}, "(as data/x.csv), which every kernel can read: the golds would be in reach of the model"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := configS(t)
