@@ -308,10 +308,10 @@ func (s *AskSetup) Ask(ctx context.Context, traj *agent.Trajectory, obs agent.Ob
 // run (in the background, agent.Session.Start), restarted by each later
 // one's, closed at the end.
 type askKernel struct {
-	opts    sandbox.OpenOptions
-	warn    io.Writer // safe to write from the run's goroutine
-	k       kernel.Kernel
-	stop    func() error
+	opts sandbox.OpenOptions
+	warn io.Writer // safe to write from the run's goroutine
+	k    kernel.Kernel
+	stop func() error
 }
 
 // ready is agent.Session.Start: a fresh kernel, the first time started
