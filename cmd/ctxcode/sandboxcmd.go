@@ -18,8 +18,10 @@ const sandboxUsage = `Usage:
                                               removes older ones whoever owns them: the only way to remove
                                               those of another PID namespace or host
 
-The kernel image is ` + "`ctxcode-kernel:<recipe hash>`" + `: Debian's python3, python3-ipython and
-python3-pandas, put together with debootstrap (needs root) and docker import. Where Docker can
+The kernel image is ` + "`ctxcode-kernel:<recipe hash>`" + `: a data analyst's stack from Debian's
+packages (python3, IPython, numpy, pandas, scipy, scikit-learn, statsmodels and
+matplotlib, which draws with Agg), put together with debootstrap (needs root)
+and docker import. Where Docker can
 pull images, sandbox/Dockerfile builds an equivalent: docker build -t <that tag> sandbox/
 `
 
