@@ -32,12 +32,20 @@ var recipe = struct {
 	Packages []string
 	Changes  []string
 }{
-	Version:  1,
-	Suite:    "bookworm",
-	Variant:  "minbase",
-	Packages: []string{"python3", "python3-ipython", "python3-pandas"},
+	Version: 2,
+	Suite:   "bookworm",
+	Variant: "minbase",
+	// A data analyst's stack (DESIGN.md, "The kernel image"). numpy comes
+	// with pandas.
+	Packages: []string{"python3", "python3-ipython", "python3-pandas", "python3-scipy",
+		"python3-sklearn", "python3-statsmodels", "python3-matplotlib"},
 	Changes: []string{
 		"ENV LANG=C.UTF-8",
+		// matplotlib draws to files, never to a display; its cache and
+		// config go to the container's writable /tmp (the root is
+		// read-only), so importing it writes no warning.
+		"ENV MPLBACKEND=Agg",
+		"ENV MPLCONFIGDIR=/tmp/matplotlib",
 		"WORKDIR /session",
 		`CMD ["python3"]`,
 	},
@@ -78,7 +86,8 @@ type BuildOptions struct {
 }
 
 // Build makes the kernel image offline from Debian packages: debootstrap a
-// minimal root filesystem with Python 3, IPython and pandas, then docker
+// minimal root filesystem with Python 3, IPython and the analyst's libraries
+// (recipe.Packages), then docker
 // import it, tagged KernelImage() and labelled. It does nothing when that
 // image exists already, and reports whether it built.
 func Build(ctx context.Context, cli *client.Client, opts BuildOptions) (built bool, err error) {
