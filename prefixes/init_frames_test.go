@@ -1,0 +1,181 @@
+package prefixes_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/internal/testenv"
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/kernel/kerneltest"
+	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/sandbox"
+	"github.com/ctxcode/ctxcode/session"
+)
+
+// dockerPython starts Python kernels in the kernel image (which has
+// pandas; this host's python3 may not) over dir; the test is skipped
+// (failed in CI) without Docker or the image.
+func dockerPython(t *testing.T, dir string) func(t *testing.T) kernel.Kernel {
+	t.Helper()
+	ctx := context.Background()
+	cli, err := sandbox.Connect(ctx)
+	if err != nil {
+		testenv.SkipOrFail(t, "%v", err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	if ok, err := sandbox.ImageExists(ctx, cli, sandbox.KernelImage()); err != nil || !ok {
+		testenv.SkipOrFail(t, "kernel image %s is missing (%v): build it with ctxcode sandbox build", sandbox.KernelImage(), err)
+	}
+	return func(t *testing.T) kernel.Kernel {
+		cfg := sandbox.DefaultConfig()
+		cfg.DataDir = dir
+		tr, err := sandbox.NewPython(cli, cfg)
+		require.NoError(t, err)
+		return kerneltest.Start(t, kernel.Python, tr)
+	}
+}
+
+// writeFiles writes name → content into a new folder.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	return dir
+}
+
+// initRecords is prefixes.Init of a Python prefix in the records style.
+func initRecords(dir string) ([]byte, []prefixes.Skipped, error) {
+	r, err := prefixes.InitWith(dir, prefixes.InitOptions{Style: prefixes.StyleRecords})
+	if r == nil {
+		return nil, nil, err
+	}
+	if err != nil {
+		return nil, r.Skipped, err
+	}
+	return r.Source, r.Skipped, nil
+}
+
+// messyFiles are tables as they come: a byte-order mark, ';' and tab
+// separators, quoted newlines, numbers written "1 234", " 2010" and "3,25",
+// missing values, Latin-1 text, JSON with nulls, a JSON envelope and a
+// group of files with one header.
+func messyFiles(t *testing.T) string {
+	t.Helper()
+	files := map[string]string{
+		"cities.csv": "\ufeffid;city;pop;area;capital\n" +
+			"1;Zürich;\"1 234\";12,5;False\n" +
+			"2;\"Bern\nBundesstadt\";2 010;3,25;True\n" +
+			"3;Genève;987;7;False\n",
+		"genes.tsv":  "gene\tchrom\tstart\tscore\nBRCA1\t17\t43044295\t0.5\nTP53\t17\t7668402\t\nEGFR\t7\t55019017\t1e-3\n",
+		"people.csv": "name, year, score, note\nCaf\xe9, 2010, 1.5, ok\nRen\xe9, 2011, , \"late, but fine\"\nAnn, 2012, 3, NA\n",
+		"events.jsonl": "{\"ts\": 1, \"kind\": \"open\", \"cost\": 1.5, \"user\": {\"id\": 7}}\n\n" +
+			"{\"ts\": 2, \"kind\": \"close\", \"cost\": null}\n{\"ts\": 3, \"kind\": \"open\", \"cost\": 2}\n",
+		"catalog.json":  `{"version": 3, "items": [{"sku": "a-1", "price": 9.5, "stock": 3}, {"sku": "b-2", "price": 12, "stock": 0}]}`,
+		"settings.json": `{"units": "metric", "version": 2}`,
+	}
+	for i := 1; i <= 3; i++ {
+		files[fmt.Sprintf("station_%02d.csv", i)] = fmt.Sprintf("date,temp_c,rain_mm\n2024-01-0%d,%d,0.%d\n2024-01-1%d,-%d,\n", i, i, i, i, i)
+	}
+	return writeFiles(t, files)
+}
+
+// buildCells builds src in a fresh kernel and returns its cells.
+func buildCells(t *testing.T, src []byte, k kernel.Kernel) []session.Cell {
+	t.Helper()
+	p, err := prefixes.Parse("init", src)
+	require.NoError(t, err, string(src))
+	cells, err := prefixes.Build(context.Background(), k, p, kernel.ExecOptions{Timeout: time.Minute})
+	require.NoError(t, err, string(src))
+	return cells
+}
+
+// TestInitFramesMessy: prefix init's default, frames, reads messy tables
+// into DataFrames with the dtypes a pandas user expects (whole numbers
+// int64, numbers with a gap float64 with NaN, text object), passes prefix
+// verify (two builds, identical) in the kernel image, and its control
+// builds to the same outputs with no data variable bound.
+func TestInitFramesMessy(t *testing.T) {
+	dir := messyFiles(t)
+	start := dockerPython(t, dir)
+	r, err := prefixes.InitWith(dir, prefixes.InitOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, r.Skipped)
+	text := string(r.Source)
+	assert.Contains(t, text, `cities = pd.read_csv("data/cities.csv", sep=';', encoding='utf-8-sig', thousands=' ', decimal=',')`)
+	assert.Contains(t, text, `people = pd.read_csv("data/people.csv", encoding='latin-1', skipinitialspace=True)  # not UTF-8: read as Latin-1`)
+	assert.Contains(t, text, `genes = pd.read_csv("data/genes.tsv", sep='\t')`)
+
+	v, k := verifyInit(t, r.Source, start)
+	t.Logf("frames prefix: %d tokens counted, %d estimated", v.Tokens, r.Tokens)
+	assert.InEpsilon(t, v.Tokens, r.Tokens, 0.15, "estimate %d, counted %d", r.Tokens, v.Tokens)
+	assert.Contains(t, v.Text, "numpy 1.24.2; pandas 1.5.3", "the library cell says what imported")
+
+	dtypes := eval(t, k, "print('\\n'.join(f'{n}: {dict(df.dtypes.astype(str))}' for n, df in "+
+		"[('cities', cities), ('genes', genes), ('people', people), ('events', events), ('catalog', catalog), ('station', station)]))")
+	assert.Equal(t, strings.Join([]string{
+		"cities: {'id': 'int64', 'city': 'object', 'pop': 'int64', 'area': 'float64', 'capital': 'bool'}",
+		"genes: {'gene': 'object', 'chrom': 'int64', 'start': 'int64', 'score': 'float64'}",
+		"people: {'name': 'object', 'year': 'int64', 'score': 'float64', 'note': 'object'}",
+		"events: {'ts': 'int64', 'kind': 'object', 'cost': 'float64', 'user': 'object'}",
+		"catalog: {'sku': 'object', 'price': 'float64', 'stock': 'int64'}",
+		"station: {'date': 'object', 'temp_c': 'int64', 'rain_mm': 'float64', 'source': 'object'}",
+	}, "\n")+"\n", dtypes)
+	for code, want := range map[string]string{
+		"cities['pop'].tolist(), cities['city'][1]":        "([1234, 2010, 987], 'Bern\\nBundesstadt')",
+		"people['name'].tolist(), people['note'].tolist()": "(['Café', 'René', 'Ann'], ['ok', 'late, but fine', nan])",
+		"catalog_doc['version'], settings['units']":        "(3, 'metric')",
+		"station['source'].unique().tolist()":              "['station_01.csv', 'station_02.csv', 'station_03.csv']",
+	} {
+		assert.Equal(t, want, eval(t, k, code), code)
+	}
+
+	// The control: the same outputs, and nothing of the data bound.
+	require.NotNil(t, r.Control)
+	prefixOut := buildCells(t, r.Source, start(t))
+	kc := start(t)
+	controlOut := buildCells(t, r.Control, kc)
+	require.Len(t, controlOut, len(prefixOut))
+	for i := range prefixOut {
+		assert.Equal(t, prefixOut[i].Output(kernel.Python, -1), controlOut[i].Output(kernel.Python, -1), "cell %d", i+1)
+		if i > 0 { // the listing binds nothing in either
+			assert.NotEqual(t, prefixOut[i].Code, controlOut[i].Code, "cell %d", i+1)
+		}
+	}
+	assert.Equal(t, "[]", eval(t, kc, "sorted(n for n in ['cities', 'genes', 'people', 'events', 'catalog', 'catalog_doc', 'settings', 'station', 'np', 'pd', 'stats', 'sm', 'plt'] if n in globals() and n != 'pd')"))
+}
+
+// TestInitRecordsWithoutPandas: where the kernel has no pandas (this host's
+// python3, as a rule), the records style builds, and the frames style
+// fails at its library cell saying that pandas is missing.
+func TestInitRecordsWithoutPandas(t *testing.T) {
+	dir := messyFiles(t)
+	probe := kerneltest.Python(t, "")
+	if eval(t, probe, "import importlib.util\nimportlib.util.find_spec('pandas') is None") != "True" {
+		t.Skip("this python3 has pandas: the test is for one without")
+	}
+	r, err := prefixes.InitWith(dir, prefixes.InitOptions{Style: prefixes.StyleRecords})
+	require.NoError(t, err)
+	assert.NotContains(t, string(r.Source), "pandas")
+	_, k := verifyInit(t, r.Source, func(t *testing.T) kernel.Kernel { return kerneltest.Python(t, dir) })
+	assert.Equal(t, "'Zürich'", eval(t, k, "cities[0]['city']"))
+	_, _ = verifyInit(t, r.Control, func(t *testing.T) kernel.Kernel { return kerneltest.Python(t, dir) })
+
+	r, err = prefixes.InitWith(dir, prefixes.InitOptions{Style: prefixes.StyleFrames})
+	require.NoError(t, err)
+	p, err := prefixes.Parse("init", r.Source)
+	require.NoError(t, err)
+	_, err = prefixes.Build(context.Background(), kerneltest.Python(t, dir), p, kernel.ExecOptions{Timeout: time.Minute})
+	var be *prefixes.BuildError
+	require.ErrorAs(t, err, &be)
+	assert.Contains(t, err.Error(), "No module named 'pandas'")
+}
