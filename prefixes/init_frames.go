@@ -568,7 +568,7 @@ func frameRead(f *dataFile, path string) string {
 			args = append(args, "decimal="+pyChar(o.decimal))
 		}
 		if o.names != nil {
-			args = append(args, "header=0", "names="+reprList(o.names))
+			args = append(args, "skiprows=1", "names="+reprList(o.names))
 		}
 		return "pd.read_csv(" + strings.Join(append([]string{path}, args...), ", ") + ")"
 	case "jsonl":

@@ -139,7 +139,16 @@ func TestInitFramesMessy(t *testing.T) {
 		assert.Equal(t, want, eval(t, k, code), code)
 	}
 
-	// The control: the same outputs, and nothing of the data bound.
+	kc := sameOutputs(t, r, start)
+	assert.Equal(t, "[]", eval(t, kc, "sorted(n for n in ['cities', 'genes', 'people', 'events', 'catalog', 'catalog_doc', 'settings', 'station', 'np', 'stats', 'sm', 'plt'] if n in globals())"),
+		"the control binds no data, nor a library under its alias (a cell that reads a frame imports pandas as pd)")
+}
+
+// sameOutputs builds r's prefix and its control in fresh kernels and checks
+// that every cell has the same output, from other code (but the listing);
+// it returns the kernel that built the control.
+func sameOutputs(t *testing.T, r *prefixes.InitResult, start func(t *testing.T) kernel.Kernel) kernel.Kernel {
+	t.Helper()
 	require.NotNil(t, r.Control)
 	prefixOut := buildCells(t, r.Source, start(t))
 	kc := start(t)
@@ -151,7 +160,82 @@ func TestInitFramesMessy(t *testing.T) {
 			assert.NotEqual(t, prefixOut[i].Code, controlOut[i].Code, "cell %d", i+1)
 		}
 	}
-	assert.Equal(t, "[]", eval(t, kc, "sorted(n for n in ['cities', 'genes', 'people', 'events', 'catalog', 'catalog_doc', 'settings', 'station', 'np', 'pd', 'stats', 'sm', 'plt'] if n in globals() and n != 'pd')"))
+	return kc
+}
+
+// TestInitFramesRealWorld: the real-world folder of the records tests
+// (ragged rows, a 140 KiB field, decimal commas, NaN and Infinity in JSON,
+// an envelope, Latin-1 JSON lines, a group) in the frames style passes
+// prefix verify in the kernel image, and its control has the same outputs.
+func TestInitFramesRealWorld(t *testing.T) {
+	dir := realWorld(t)
+	start := dockerPython(t, dir)
+	r, err := prefixes.InitWith(dir, prefixes.InitOptions{})
+	require.NoError(t, err)
+	assert.Len(t, r.Skipped, 4, "what the records style skips, and no more")
+	assert.Contains(t, string(r.Source), `ragged = pd.read_csv("data/ragged.csv", skiprows=1, names=['id', 'name', 'extra_1', 'extra_2'])`)
+	v, k := verifyInit(t, r.Source, start)
+	assert.InEpsilon(t, v.Tokens, r.Tokens, 0.15, "estimate %d, counted %d", r.Tokens, v.Tokens)
+	for code, want := range map[string]string{
+		"prices['price'].tolist(), prices['item'][1]":   "([2.5, 3.2, 1.05], 'jam; apricot')",
+		"ragged['extra_2'].tolist()":                    "[nan, nan, 'extra3', nan]",
+		"readings['value'].tolist()":                    "[1.5, nan, inf, -inf, 2.0]",
+		"quoted['text'][0], len(big['blob'][1])":        fmt.Sprintf("('line one\\nline two', %d)", 140<<10),
+		"list(bom.columns), str(genes['start'].dtype)":  "(['id', 'city', 'country'], 'int64')",
+		"latin1['label'][0], notes_latin1['author'][0]": "('Café crème', 'René')",
+		"station.shape, station['source'].iloc[-1]":     "((12, 4), 'station_04.csv')",
+	} {
+		assert.Equal(t, want, eval(t, k, code), code)
+	}
+	sameOutputs(t, r, start)
+}
+
+// mixedTable is a CSV file of n rows of mixed types: ints, floats with
+// gaps, dates, a category, free text and booleans.
+func mixedTable(n int) string {
+	var b strings.Builder
+	b.WriteString("order_id,date,region,product,quantity,unit_price,discount,customer,returned\n")
+	regions := []string{"north", "south", "east", "west"}
+	products := []string{"widget", "gadget", "gizmo", "doohickey", "sprocket"}
+	for i := 1; i <= n; i++ {
+		discount := ""
+		if i%7 != 0 {
+			discount = fmt.Sprintf("%.2f", float64(i%20)/100)
+		}
+		fmt.Fprintf(&b, "%d,2024-%02d-%02d,%s,%s,%d,%.2f,%s,Customer %d of %s,%t\n",
+			10000+i, 1+i%12, 1+i%28, regions[i%4], products[i%5], 1+i%9, 3.5+float64(i%50)*1.25, discount, i%97, regions[(i/4)%4], i%13 == 0)
+	}
+	return b.String()
+}
+
+// TestInitFramesFirstRequest: the first request of conditions B, B0 and D
+// over one 1000-row table of mixed types, with the frames prefix and with
+// the records prefix, both built in the kernel image: the figures are
+// logged (go test -v); each prefix passes prefix verify.
+func TestInitFramesFirstRequest(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"orders.csv": mixedTable(1000)})
+	start := dockerPython(t, dir)
+	const question = "What is the total revenue of the north region?"
+	for _, style := range []prefixes.Style{prefixes.StyleFrames, prefixes.StyleRecords} {
+		r, err := prefixes.InitWith(dir, prefixes.InitOptions{Style: style})
+		require.NoError(t, err)
+		v, _ := verifyInit(t, r.Source, start)
+		t.Logf("%s: prefix transcript %d tokens (estimate %d)", style, v.Tokens, r.Tokens)
+		for _, c := range []struct {
+			name     string
+			src      []byte
+			protocol session.Protocol
+		}{{"B", r.Source, session.Eval}, {"B0", r.Control, session.Eval}, {"D", r.Source, session.Bare}, {"C", r.Source, session.TranscriptText}} {
+			p, err := prefixes.Parse("orders", c.src)
+			require.NoError(t, err)
+			cells := buildCells(t, c.src, start(t))
+			req, err := session.Render(c.protocol, p.Input(cells, question))
+			require.NoError(t, err)
+			n, err := session.CountRequest(session.O200kBase, req)
+			require.NoError(t, err)
+			t.Logf("%s: first request of %s: %d tokens", style, c.name, n)
+		}
+	}
 }
 
 // TestInitRecordsWithoutPandas: where the kernel has no pandas (this host's
