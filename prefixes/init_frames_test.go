@@ -263,3 +263,63 @@ func TestInitRecordsWithoutPandas(t *testing.T) {
 	require.ErrorAs(t, err, &be)
 	assert.Contains(t, err.Error(), "No module named 'pandas'")
 }
+
+// manyTables writes n CSV files of 7 columns, each with its own header.
+func manyTables(t *testing.T, n int) string {
+	files := map[string]string{}
+	for i := 1; i <= n; i++ {
+		var b strings.Builder
+		for c := 0; c < 6; c++ {
+			fmt.Fprintf(&b, "col_%d_%d,", i, c)
+		}
+		b.WriteString("note\n")
+		for r := 0; r < 3; r++ {
+			fmt.Fprintf(&b, "%d,%d,%d,%d,%d,%d,row %d of file %d\n", r, r*i, i, r+i, r-i, r*r, r, i)
+		}
+		files[fmt.Sprintf("table%02d.csv", i)] = b.String()
+	}
+	return writeFiles(t, files)
+}
+
+// TestInitFramesBudget: when the frames would be over the token budget,
+// Init shows fewer of their rows, then none, but every frame's shape and
+// dtypes; its estimate stays close to what Verify counts.
+func TestInitFramesBudget(t *testing.T) {
+	dir := manyTables(t, 16)
+	start := dockerPython(t, dir)
+	for _, tt := range []struct {
+		max  int
+		head string // what each frame's cell shows of its rows
+	}{{100000, ".head(3)\n"}, {3800, ".head(2)\n"}, {3300, ".iloc[:1, :"}, {2500, ""}, {1500, ""}} {
+		t.Run(fmt.Sprint(tt.max), func(t *testing.T) {
+			r, err := prefixes.InitWith(dir, prefixes.InitOptions{MaxTokens: tt.max})
+			require.NoError(t, err)
+			src := string(r.Source)
+			assert.Equal(t, 16, strings.Count(src, ".dtypes.to_string())\n"), "every frame's dtypes")
+			assert.Equal(t, 16, strings.Count(src, ".shape)\n"), "every frame's shape")
+			if tt.head != "" {
+				assert.Equal(t, 16, strings.Count(src, tt.head))
+			} else {
+				assert.NotContains(t, src, ".head(")
+				assert.NotContains(t, src, ".iloc[")
+			}
+			if tt.max < r.Tokens {
+				assert.Len(t, r.Warnings, 1, "still over budget")
+			} else {
+				assert.Empty(t, r.Warnings)
+			}
+			p, err := prefixes.Parse("init", r.Source)
+			require.NoError(t, err)
+			v, err := prefixes.Verify(context.Background(), func(context.Context) (kernel.Kernel, func(), error) {
+				k := start(t)
+				return k, func() { _ = k.Close() }, nil
+			}, p, prefixes.VerifyOptions{MaxTokens: 100000, Exec: kernel.ExecOptions{Timeout: time.Minute}})
+			require.NoError(t, err)
+			t.Logf("budget %d: estimate %d, counted %d", tt.max, r.Tokens, v.Tokens)
+			assert.InEpsilon(t, v.Tokens, r.Tokens, 0.15, "estimate %d, counted %d", r.Tokens, v.Tokens)
+			if tt.max >= r.Tokens {
+				assert.LessOrEqual(t, v.Tokens, tt.max)
+			}
+		})
+	}
+}
