@@ -135,9 +135,17 @@ func Init(dir string, lang kernel.Language) ([]byte, []Skipped, error) {
 // InitWith writes a prefix for a folder of .jsonl, .json, .csv and .tsv
 // files: it lists the folder, binds one variable per file (names made from
 // the file names, valid and unique), or one per group of three or more
-// files with one schema (a list whose records say their file in a source
-// field), shows their lengths, their field names, the values of fields
-// with few distinct values, and the last record of each.
+// files with one schema.
+//
+// In the frames style (Python's default) each table is a pandas DataFrame
+// (a group: one frame whose source column names the file), after a cell
+// that imports the analyst's libraries and prints their versions; each
+// frame's cell shows its shape, dtypes and first rows. See init_frames.go.
+//
+// In the records style (and in Go) each table is a list of records (a
+// group: one list whose records say their file in a source field), and the
+// cells show their lengths, their field names, the values of fields with
+// few distinct values, and the last record of each.
 //
 // The loaders read what Python's csv and json read, and Init checks each
 // file the way its loader reads it, so a prefix Init writes builds: text

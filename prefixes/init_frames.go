@@ -518,7 +518,7 @@ func hasCol(cols []*frameCol, name string) bool {
 
 // framesReserved are the names the frames prefix binds itself, which no
 // data variable may take.
-var framesReserved = []string{"np", "pd", "stats", "sklearn", "sm", "matplotlib", "plt", "sys", "contextlib", "importlib"}
+var framesReserved = []string{"np", "pd", "stats", "sklearn", "sm", "matplotlib", "plt", "sys", "contextlib", "importlib", "logging"}
 
 // analystLibraries are the libraries the library cell imports, as their
 // versions are printed.
@@ -533,23 +533,28 @@ var libraryLine = "print('; '.join(f'{m} {sys.modules[m].__version__}' if m in s
 // libraryCell imports numpy and pandas, and scipy.stats, scikit-learn,
 // statsmodels.api and matplotlib.pyplot (Agg) where they import, binding
 // them under their usual names. The control imports the same modules and
-// binds none of them (only the modules it imports them with).
+// binds none of them (only the modules it imports them with). pandas comes
+// first, so that a kernel without it fails there with "No module named
+// 'pandas'". matplotlib's warnings are silenced: where no cache folder is
+// writable it names a new temporary one, which would differ between builds.
 func libraryCell(bind bool) string {
 	if !bind {
-		return "import contextlib, importlib\n" +
+		return "import contextlib, importlib, logging\n" +
 			"importlib.import_module('pandas'), importlib.import_module('numpy')\n" +
 			"with contextlib.suppress(ImportError): importlib.import_module('scipy.stats')\n" +
 			"with contextlib.suppress(ImportError): importlib.import_module('sklearn')\n" +
 			"with contextlib.suppress(ImportError): importlib.import_module('statsmodels.api')\n" +
+			"logging.getLogger('matplotlib').setLevel('ERROR')  # no notes of its font cache\n" +
 			"with contextlib.suppress(ImportError): importlib.import_module('matplotlib').use('Agg'); importlib.import_module('matplotlib.pyplot')\n" +
 			libraryLine
 	}
-	return "import contextlib\n" +
+	return "import contextlib, logging\n" +
 		"import pandas as pd\n" +
 		"import numpy as np\n" +
 		"with contextlib.suppress(ImportError): from scipy import stats\n" +
 		"with contextlib.suppress(ImportError): import sklearn\n" +
 		"with contextlib.suppress(ImportError): import statsmodels.api as sm\n" +
+		"logging.getLogger('matplotlib').setLevel('ERROR')  # no notes of its font cache\n" +
 		"with contextlib.suppress(ImportError): import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt\n" +
 		libraryLine
 }
