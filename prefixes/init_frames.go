@@ -182,6 +182,11 @@ var pandasNA = map[string]bool{
 	"NaN": true, "n/a": true, "nan": true, "null": true,
 }
 
+// maxDtypeLines is how many columns a frame may have for its cell to show
+// their dtypes one a line (Series.to_string); a wider frame's cell shows a
+// line per dtype that names its columns, which is shorter.
+const maxDtypeLines = 24
+
 // maxHeadRows is how many first rows a frame's cell shows.
 const maxHeadRows = 3
 
@@ -805,18 +810,34 @@ func frameCell(f *dataFile, bind bool, note string, level headLevel) initCell {
 		ref = func(at int) string { return frameExpr(f, strings.Repeat(" ", at)) }
 	}
 	fmt.Fprintf(&b, "print(%s.shape)\n", ref(len("print(")))
-	fmt.Fprintf(&b, "print(%s.dtypes.to_string())\n", ref(len("print(")))
 
 	// The output, as predicted: shape, dtypes, first rows.
 	var out strings.Builder
 	fmt.Fprintf(&out, "(%d, %d)\n", fr.rows, len(fr.cols))
-	nameWidth := 0
-	for _, c := range fr.cols {
-		nameWidth = max(nameWidth, utf8.RuneCountInString(c.name))
-	}
 	jsonNulls := f.format != "csv"
-	for _, c := range fr.cols {
-		fmt.Fprintf(&out, "%-*s    %s\n", nameWidth, c.name, c.dtype(jsonNulls))
+	if len(fr.cols) <= maxDtypeLines {
+		fmt.Fprintf(&b, "print(%s.dtypes.to_string())\n", ref(len("print(")))
+		nameWidth := 0
+		for _, c := range fr.cols {
+			nameWidth = max(nameWidth, utf8.RuneCountInString(c.name))
+		}
+		for _, c := range fr.cols {
+			fmt.Fprintf(&out, "%-*s    %s\n", nameWidth, c.name, c.dtype(jsonNulls))
+		}
+	} else {
+		// A wide frame: one line per dtype, naming its columns.
+		fmt.Fprintf(&b, "print('\\n'.join(f'{t}: {\", \".join(c)}' for t, c in %s.columns.groupby(%s.dtypes.astype(str)).items()))\n",
+			ref(len("print('\\n'.join(f'{t}: {\", \".join(c)}' for t, c in ")), ref(0))
+		byType := map[string][]string{}
+		for _, c := range fr.cols {
+			t := c.dtype(jsonNulls)
+			byType[t] = append(byType[t], c.name)
+		}
+		for _, t := range []string{"bool", "float64", "int64", "object"} { // pandas sorts them
+			if len(byType[t]) > 0 {
+				fmt.Fprintf(&out, "%s: %s\n", t, strings.Join(byType[t], ", "))
+			}
+		}
 	}
 	rows := min(level.rows, fr.rows)
 	if rows > 0 {

@@ -323,3 +323,33 @@ func TestInitFramesBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestInitFramesWide: a frame of many columns shows its dtypes a line per
+// dtype, and as many first columns as fit; the control shows the same.
+func TestInitFramesWide(t *testing.T) {
+	var b strings.Builder
+	for c := 0; c < 40; c++ {
+		fmt.Fprintf(&b, "measure_%02d,", c)
+	}
+	b.WriteString("label,flag\n")
+	for r := 0; r < 50; r++ {
+		for c := 0; c < 40; c++ {
+			if c%2 == 0 {
+				fmt.Fprintf(&b, "%d,", r*c)
+			} else {
+				fmt.Fprintf(&b, "%d.5,", r+c)
+			}
+		}
+		fmt.Fprintf(&b, "row %d,%t\n", r, r%3 == 0)
+	}
+	dir := writeFiles(t, map[string]string{"wide.csv": b.String()})
+	start := dockerPython(t, dir)
+	r, err := prefixes.InitWith(dir, prefixes.InitOptions{})
+	require.NoError(t, err)
+	v, _ := verifyInit(t, r.Source, start)
+	assert.InEpsilon(t, v.Tokens, r.Tokens, 0.15, "estimate %d, counted %d", r.Tokens, v.Tokens)
+	assert.Contains(t, v.Text, "\nbool: flag\nfloat64: measure_01, measure_03, ")
+	assert.Contains(t, v.Text, "\nobject: label\n")
+	assert.Contains(t, string(r.Source), "wide.iloc[:3, :")
+	sameOutputs(t, r, start)
+}
