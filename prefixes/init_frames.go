@@ -474,7 +474,7 @@ func mergeFrames(g *dataFile) *frameInfo {
 		for _, gc := range fr.cols {
 			if !hasCol(mf.cols, gc.name) {
 				gc.missing += mf.rows
-				for r := 0; r < mf.rows; r++ {
+				for r := 0; r < min(mf.rows, maxHeadRows); r++ {
 					gc.show("NaN", fr.rows+r)
 				}
 			}

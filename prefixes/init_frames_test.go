@@ -353,3 +353,36 @@ func TestInitFramesWide(t *testing.T) {
 	assert.Contains(t, string(r.Source), "wide.iloc[:3, :")
 	sameOutputs(t, r, start)
 }
+
+// TestInitFramesGroupsJSON: groups of JSON-lines files (one with a
+// byte-order mark) and of envelopes are one frame each, with the source
+// column; keys that are no identifiers stay columns.
+func TestInitFramesGroupsJSON(t *testing.T) {
+	files := map[string]string{}
+	for i, name := range []string{"log-a.jsonl", "log-b.jsonl", "log-c.jsonl"} {
+		bom := ""
+		if i == 1 {
+			bom = "\ufeff"
+		}
+		files[name] = fmt.Sprintf("%s{\"ts\": %d, \"level\": \"info\", \"msg\": \"start\"}\n{\"ts\": %d, \"level\": \"warn\", \"msg\": \"slow\"}\n", bom, 10*i, 10*i+1)
+	}
+	for i := 1; i <= 3; i++ {
+		files[fmt.Sprintf("codes-%d.json", i)] = fmt.Sprintf(`{"codes": [{"code": "c%d", "n": %d}]}`, i, i)
+		files[fmt.Sprintf("weird-%d.jsonl", i)] = fmt.Sprintf(`{"a b": %d, "odd\"key": "x"}`+"\n", i)
+	}
+	dir := writeFiles(t, files)
+	start := dockerPython(t, dir)
+	r, err := prefixes.InitWith(dir, prefixes.InitOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, string(r.Source), "encoding='utf-8-sig'", "a member has a byte-order mark")
+	v, k := verifyInit(t, r.Source, start)
+	assert.InEpsilon(t, v.Tokens, r.Tokens, 0.15, "estimate %d, counted %d", r.Tokens, v.Tokens)
+	for code, want := range map[string]string{
+		"log.shape, log['source'].tolist()[-1], str(log['ts'].dtype)": "((6, 4), 'log-c.jsonl', 'int64')",
+		"codes.to_dict('records')[2]":                                 "{'code': 'c3', 'n': 3, 'source': 'codes-3.json'}",
+		"list(weird.columns)":                                         `['a b', 'odd"key', 'source']`,
+	} {
+		assert.Equal(t, want, eval(t, k, code), code)
+	}
+	sameOutputs(t, r, start)
+}
