@@ -23,12 +23,43 @@ type Skipped struct {
 	Reason string
 }
 
+// Style is how a Python prefix written by Init binds the tables of its
+// folder.
+type Style string
+
+const (
+	// StyleFrames binds each table as a pandas DataFrame (dtypes inferred
+	// as pd.read_csv infers them), imports the analyst's libraries (numpy,
+	// pandas, and scipy, scikit-learn, statsmodels and matplotlib where they
+	// import) and shows each frame's shape, dtypes and first rows. The
+	// kernel needs pandas.
+	StyleFrames Style = "frames"
+	// StyleRecords binds each table as a list of dicts of strings (CSV) or
+	// of JSON values, with Python's csv and json only: the seed's form.
+	StyleRecords Style = "records"
+)
+
+// ParseStyle reads a style by its name; empty means StyleFrames.
+func ParseStyle(s string) (Style, error) {
+	switch Style(s) {
+	case "", StyleFrames:
+		return StyleFrames, nil
+	case StyleRecords:
+		return StyleRecords, nil
+	}
+	return "", fmt.Errorf("unknown prefix style %q: use frames (pandas DataFrames) or records (lists of dicts)", s)
+}
+
 // InitOptions say what prefix Init writes. The zero value means a Python
-// prefix checked against DefaultMaxTokens in o200k_base.
+// prefix of DataFrames checked against DefaultMaxTokens in o200k_base.
 type InitOptions struct {
-	// Lang is python (tables are lists of dicts) or go (tables are slices
-	// of generated struct types). Empty means python.
+	// Lang is python (tables are DataFrames, or lists of dicts; see Style)
+	// or go (tables are slices of generated struct types). Empty means
+	// python.
 	Lang kernel.Language
+	// Style is how a Python prefix binds tables. Empty means StyleFrames.
+	// A Go prefix ignores it.
+	Style Style
 	// MaxTokens is the budget Init's estimate of the rendered transcript is
 	// checked against (a warning, not an error). Zero means
 	// DefaultMaxTokens, the budget of Verify and prefix verify.
@@ -105,9 +136,17 @@ func Init(dir string, lang kernel.Language) ([]byte, []Skipped, error) {
 // InitWith writes a prefix for a folder of .jsonl, .json, .csv and .tsv
 // files: it lists the folder, binds one variable per file (names made from
 // the file names, valid and unique), or one per group of three or more
-// files with one schema (a list whose records say their file in a source
-// field), shows their lengths, their field names, the values of fields
-// with few distinct values, and the last record of each.
+// files with one schema.
+//
+// In the frames style (Python's default) each table is a pandas DataFrame
+// (a group: one frame whose source column names the file), after a cell
+// that imports the analyst's libraries and prints their versions; each
+// frame's cell shows its shape, dtypes and first rows. See init_frames.go.
+//
+// In the records style (and in Go) each table is a list of records (a
+// group: one list whose records say their file in a source field), and the
+// cells show their lengths, their field names, the values of fields with
+// few distinct values, and the last record of each.
 //
 // The loaders read what Python's csv and json read, and Init checks each
 // file the way its loader reads it, so a prefix Init writes builds: text
@@ -131,6 +170,11 @@ func InitWith(dir string, o InitOptions) (*InitResult, error) {
 	if lang != kernel.Python && lang != kernel.Go {
 		return nil, fmt.Errorf("prefix init writes python and go prefixes, not %q", lang)
 	}
+	style, err := ParseStyle(string(o.Style))
+	if err != nil {
+		return nil, err
+	}
+	frames := lang == kernel.Python && style == StyleFrames
 	if o.MaxTokens <= 0 {
 		o.MaxTokens = DefaultMaxTokens
 	}
@@ -165,7 +209,7 @@ func InitWith(dir string, o InitOptions) (*InitResult, error) {
 			res.Skipped = append(res.Skipped, Skipped{name, "a ctxcode manifest, not data"})
 			continue
 		}
-		f, err := inspectFile(e, format, ext == "tsv", lang)
+		f, err := inspectFile(e, format, ext == "tsv", lang, frames)
 		if err != nil {
 			res.Skipped = append(res.Skipped, Skipped{name, err.Error()})
 			continue
@@ -193,9 +237,15 @@ func InitWith(dir string, o InitOptions) (*InitResult, error) {
 	folder := filepath.Base(dir)
 	var h header
 	var cells []initCell
-	if lang == kernel.Go {
+	switch {
+	case lang == kernel.Go:
 		h, cells = renderGoInit(folder, files, names)
-	} else {
+	case frames:
+		h, cells, res.Control, err = framesInit(folder, files, names, o, res.Skipped)
+		if err != nil {
+			return nil, err
+		}
+	default:
 		h, cells = renderInit(folder, files, names, true)
 		ch, ccells := renderInit(folder, files, names, false)
 		ch.skipped = res.Skipped
@@ -206,7 +256,11 @@ func InitWith(dir string, o InitOptions) (*InitResult, error) {
 	if res.Tokens, err = estimateTokens(lang, o.Encoding, cells); err != nil {
 		return nil, err
 	}
-	res.Memory, res.MemoryPeak = estimateMemory(lang, files)
+	if frames {
+		res.Memory, res.MemoryPeak = estimateFrameMemory(files)
+	} else {
+		res.Memory, res.MemoryPeak = estimateMemory(lang, files)
+	}
 	if w := memoryWarning(res.Memory, res.MemoryPeak, o.MemoryLimit); w != "" {
 		res.Warnings = append(res.Warnings, w)
 	}
@@ -242,6 +296,7 @@ type dataFile struct {
 	ident  string // the variable it is bound to
 
 	enc      string // encUTF8 or encLatin1
+	bom      bool   // UTF-8 with a byte-order mark
 	delim    rune   // csv: the delimiter
 	header   []string
 	short    bool   // csv: rows shorter than the header
@@ -283,6 +338,8 @@ type dataFile struct {
 	members []*dataFile // a group: its files, in order
 	source  string      // a group, Python: the key that names a record's file
 	pattern [2]string   // a group: the prefix and suffix that select exactly its files, if any
+
+	frame *frameInfo // the frames style: what pandas is expected to make of a table
 }
 
 // shownField is one field of a record as a Python repr would show it.
@@ -313,12 +370,20 @@ func inspect(b []byte, format string) (*dataFile, error) {
 // inspectFile reads the file of e as its loader will, to learn its
 // records' fields and small value sets; an error says why the loader could
 // not read it.
-func inspectFile(e kernel.DataEntry, format string, tsv bool, lang kernel.Language) (*dataFile, error) {
+func inspectFile(e kernel.DataEntry, format string, tsv bool, lang kernel.Language, frames bool) (*dataFile, error) {
 	b, err := kernel.ReadData(e)
 	if err != nil {
 		return nil, err
 	}
-	return inspectBytes(b, format, tsv, lang)
+	f, err := inspectBytes(b, format, tsv, lang)
+	if err != nil || !frames {
+		return f, err
+	}
+	f.bom = bytes.HasPrefix(b, utf8BOM)
+	if err := f.inspectFrame(b, format); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 func inspectBytes(b []byte, format string, tsv bool, lang kernel.Language) (*dataFile, error) {

@@ -95,7 +95,7 @@ func TestInitRealWorld(t *testing.T) {
 	for name, start := range pythonFlavours(t) {
 		t.Run(name, func(t *testing.T) {
 			dir := realWorld(t)
-			src, skipped, err := prefixes.Init(dir, kernel.Python)
+			src, skipped, err := initRecords(dir)
 			require.NoError(t, err)
 			text := string(src)
 			assert.Equal(t, map[string]string{
@@ -200,7 +200,7 @@ func manyFiles(t *testing.T, n int) string {
 func TestInitManyFiles(t *testing.T) {
 	dir := manyFiles(t, 80)
 	t.Run("python", func(t *testing.T) {
-		src, skipped, err := prefixes.Init(dir, kernel.Python)
+		src, skipped, err := initRecords(dir)
 		require.NoError(t, err)
 		assert.Empty(t, skipped)
 		p, err := prefixes.Parse("init", src)
@@ -235,7 +235,7 @@ func TestInitWarnings(t *testing.T) {
 			kernel.Go:     func(t *testing.T) kernel.Kernel { return startGo(t, dir) },
 		} {
 			t.Run(string(lang), func(t *testing.T) {
-				r, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang})
+				r, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang, Style: prefixes.StyleRecords})
 				require.NoError(t, err)
 				assert.Equal(t, []string{"latin1.csv is not UTF-8: read as Latin-1", "notes-latin1.jsonl is not UTF-8: read as Latin-1"}, r.Warnings)
 				v, _ := verifyInit(t, r.Source, start)
@@ -257,7 +257,7 @@ func TestInitWarnings(t *testing.T) {
 			}
 			require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("table%02d.csv", i)), []byte(b.String()), 0o644))
 		}
-		r, err := prefixes.InitWith(dir, prefixes.InitOptions{})
+		r, err := prefixes.InitWith(dir, prefixes.InitOptions{Style: prefixes.StyleRecords})
 		require.NoError(t, err)
 		require.Len(t, r.Warnings, 1)
 		assert.Regexp(t, `^the prefix renders to about \d+ tokens \(o200k_base\), over the 4000 that prefix verify allows: `, r.Warnings[0])
@@ -273,7 +273,7 @@ func TestInitWarnings(t *testing.T) {
 		assert.True(t, prefixes.IsNotGood(err))
 		assert.InEpsilon(t, over.Tokens, r.Tokens, 0.15)
 
-		r, err = prefixes.InitWith(dir, prefixes.InitOptions{MaxTokens: 100000})
+		r, err = prefixes.InitWith(dir, prefixes.InitOptions{Style: prefixes.StyleRecords, MaxTokens: 100000})
 		require.NoError(t, err)
 		assert.Empty(t, r.Warnings, "within a larger budget")
 	})
@@ -325,7 +325,7 @@ func TestInitGroupsJSON(t *testing.T) {
 	write("meta.json", `{"version": 3, "items": [{"id": 1}, {"id": 2}]}`)
 
 	t.Run("python", func(t *testing.T) {
-		src, skipped, err := prefixes.Init(dir, kernel.Python)
+		src, skipped, err := initRecords(dir)
 		require.NoError(t, err)
 		assert.Empty(t, skipped)
 		assert.Contains(t, string(src), "# rules: The data is loaded: codes (3 files codes-1.json ... codes-3.json, one list; 'source' is the file), "+
@@ -381,7 +381,7 @@ func TestInitSkipsWhatLoadersCannotRead(t *testing.T) {
 		"mixed.csv":        "starts with a UTF-8 byte-order mark but is not UTF-8",
 		"blank-header.csv": "the first line is blank, so csv.DictReader would find no field names",
 	}
-	src, skipped, err := prefixes.Init(dir, kernel.Python)
+	src, skipped, err := initRecords(dir)
 	require.NoError(t, err)
 	assert.Equal(t, want, skippedFiles(skipped))
 	_, k := verifyInit(t, src, func(t *testing.T) kernel.Kernel { return kerneltest.Python(t, dir) })

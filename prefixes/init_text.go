@@ -94,6 +94,13 @@ const pyCSVFieldLimit = 128 << 10
 // The states and transitions are those of parse_process_char in CPython's
 // Modules/_csv.c.
 func pyCSV(text string, delim rune) (records [][]string, longest int) {
+	return parseCSV(text, delim, false)
+}
+
+// parseCSV is pyCSV, with skipinitialspace (spaces at the start of a field
+// are dropped, so that a quote after them opens a quoted field) when
+// skipSpace: Python's csv and pandas' parser read it alike.
+func parseCSV(text string, delim rune, skipSpace bool) (records [][]string, longest int) {
 	const (
 		startRecord = iota
 		startField
@@ -136,6 +143,8 @@ func pyCSV(text string, delim rune) (records [][]string, longest int) {
 				state = inQuotedField
 			case c == delim:
 				save()
+			case c == ' ' && skipSpace:
+				// the start of the field is still to come
 			default:
 				field = append(field, c)
 				state = inField

@@ -20,7 +20,7 @@ func TestInitAndSkillSeeWhatAKernelSees(t *testing.T) {
 	for _, lang := range []kernel.Language{kernel.Python, kernel.Go} {
 		t.Run(string(lang), func(t *testing.T) {
 			dir, _ := datatest.Folder(t)
-			res, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang})
+			res, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang, Style: prefixes.StyleRecords})
 			require.NoError(t, err)
 			src := string(res.Source)
 			assert.Contains(t, src, "sales.csv")
@@ -32,7 +32,7 @@ func TestInitAndSkillSeeWhatAKernelSees(t *testing.T) {
 				assert.Contains(t, []string{"sales.csv", "alias.csv"}, s.File, "skipped %s: %s", s.File, s.Reason)
 			}
 
-			res, err = prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang, FollowLinks: true})
+			res, err = prefixes.InitWith(dir, prefixes.InitOptions{Lang: lang, Style: prefixes.StyleRecords, FollowLinks: true})
 			require.NoError(t, err)
 			assert.Contains(t, string(res.Source), "creds.csv", "FollowLinks takes the link out of the folder")
 			assert.NotContains(t, string(res.Source), "pipe")

@@ -85,7 +85,7 @@ func TestInitWarnsOfMemory(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "trips.csv"), []byte(b.String()), 0o644))
 
-	r, err := InitWith(dir, InitOptions{})
+	r, err := InitWith(dir, InitOptions{Style: StyleRecords})
 	require.NoError(t, err)
 	held := r.Memory - memBaseline
 	// 50000 rows: a dict of 4 keys (192), a list slot (8, and an eighth
@@ -105,7 +105,7 @@ func TestInitWarnsOfMemory(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := InitWith(dir, InitOptions{MemoryLimit: tt.limit})
+			r, err := InitWith(dir, InitOptions{Style: StyleRecords, MemoryLimit: tt.limit})
 			require.NoError(t, err)
 			var warned []string
 			for _, w := range r.Warnings {
@@ -165,13 +165,13 @@ func TestInitEstimatesEveryShape(t *testing.T) {
 				b, err := os.ReadFile(filepath.Join(dir, name))
 				require.NoError(t, err)
 				require.NoError(t, os.WriteFile(filepath.Join(one, name), b, 0o644))
-				r, err := InitWith(one, InitOptions{Lang: lang})
+				r, err := InitWith(one, InitOptions{Lang: lang, Style: StyleRecords})
 				require.NoError(t, err)
 				assert.Greater(t, r.Memory, int64(3000*100), "%s: 3000 records of 8 values", name)
 				assert.GreaterOrEqual(t, r.MemoryPeak, r.Memory)
 				sizes = append(sizes, r.Memory)
 			}
-			r, err := InitWith(dir, InitOptions{Lang: lang})
+			r, err := InitWith(dir, InitOptions{Lang: lang, Style: StyleRecords})
 			require.NoError(t, err)
 			base := int64(memBaseline)
 			if lang == kernel.Go {

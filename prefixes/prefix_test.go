@@ -200,7 +200,7 @@ func TestInit(t *testing.T) {
 	write("notes.txt", "not data")
 	write("broken.jsonl", "{not json}\n")
 
-	src, skipped, err := prefixes.Init(dir, kernel.Python)
+	src, skipped, err := initRecords(dir)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []prefixes.Skipped{
 		{File: "broken.jsonl", Reason: "line 1 is not a JSON object: invalid character 'n' looking for beginning of object key string"},
@@ -218,7 +218,7 @@ func TestInit(t *testing.T) {
 	assert.Equal(t, "(2, 5, 1)", cells[1].Result.Value)
 	assert.Contains(t, cells[3].Result.Value, `'class_.kind': ['a', 'b']`, "a field with few values shows them")
 
-	_, skipped, err = prefixes.Init(t.TempDir(), kernel.Python)
+	_, skipped, err = initRecords(t.TempDir())
 	assert.ErrorContains(t, err, "no loadable file")
 	assert.Empty(t, skipped)
 	_, _, err = prefixes.Init(dir, kernel.Language("ruby"))
