@@ -269,24 +269,24 @@ func (o *OpenOptions) exe() (string, error) {
 // Start opens the transport opts say (Open) and starts one kernel of
 // opts.Lang through it. stop closes the kernel, then the transport; it is
 // never nil, and is to be called once, whatever Start returned.
-func Start(ctx context.Context, opts OpenOptions, warn io.Writer) (k kernel.Kernel, stop func() error, err error) {
+func Start(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Kernel, func() error, error) {
 	tr, cleanup, err := Open(ctx, opts, warn)
-	stop = func() error {
+	closeTransport := func() error {
 		if cleanup != nil {
 			cleanup()
 		}
 		return nil
 	}
 	if err != nil {
-		return nil, stop, err
+		return nil, closeTransport, err
 	}
 	c, err := kernel.Start(ctx, opts.Lang, tr, kernel.ClientOptions{})
 	if err != nil {
-		return nil, stop, err
+		return nil, closeTransport, err
 	}
 	return c, func() error {
 		err := c.Close()
-		_ = stop()
+		_ = closeTransport()
 		return err
 	}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -210,4 +211,26 @@ func TestOpenDocker(t *testing.T) {
 			assert.Equal(t, 3, countFiles(t, tr), "the container sees the data")
 		})
 	}
+}
+
+// TestStartStops: Start's stop closes the kernel and then the transport,
+// once, and a failed Start's stop may be called too.
+func TestStartStops(t *testing.T) {
+	python, err := kernel.FindPython("")
+	if err != nil {
+		t.Skip("no python3 on this host")
+	}
+	k, stop, err := Start(context.Background(), OpenOptions{Kind: KindLocal, Lang: kernel.Python, Python: python, NoIPython: true}, io.Discard)
+	require.NoError(t, err)
+	res, err := k.Execute(context.Background(), "1 + 1", kernel.ExecOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "2", res.Value)
+	require.NoError(t, stop())
+	_, err = k.Execute(context.Background(), "1", kernel.ExecOptions{})
+	assert.Error(t, err, "the kernel is closed")
+
+	_, stop, err = Start(context.Background(), OpenOptions{Kind: KindLocal, Lang: kernel.Python, Python: "/no/such/python"}, io.Discard)
+	require.Error(t, err)
+	require.NotNil(t, stop)
+	assert.NoError(t, stop())
 }
