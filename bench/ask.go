@@ -121,7 +121,7 @@ func PrepareAsk(ctx context.Context, cfg AskConfig, warn io.Writer) (*AskSetup, 
 	default:
 		return nil, dataError(err)
 	}
-	def, control, err := s.loadPrefix()
+	def, control, err := s.loadPrefix(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func checkAskData(dir string) error {
 
 // loadPrefix is the default prefix (nil for a rung without one) and, when
 // prefix init wrote it for B0, its control.
-func (s *AskSetup) loadPrefix() (def, control *prefixes.Prefix, err error) {
+func (s *AskSetup) loadPrefix(ctx context.Context) (def, control *prefixes.Prefix, err error) {
 	cfg := s.cfg
 	switch {
 	case cfg.Rung.Prefix == agent.PrefixNone:
@@ -195,10 +195,13 @@ func (s *AskSetup) loadPrefix() (def, control *prefixes.Prefix, err error) {
 		return def, nil, err
 	}
 	start := time.Now()
-	res, err := s.initPrefix()
+	res, err := InitPrefix(ctx, cfg.DataDir, cfg.Sandbox, s.warn)
 	s.initTime = time.Since(start)
+	if ie := (*InitError)(nil); errors.As(err, &ie) {
+		return nil, nil, inputErrorf("no --prefix, and prefix init could not write one for %s: %v", cfg.DataDir, ie.Err)
+	}
 	if err != nil {
-		return nil, nil, inputErrorf("no --prefix, and prefix init could not write one for %s: %v", cfg.DataDir, err)
+		return nil, nil, err
 	}
 	if def, err = prefixes.Parse("init:"+cfg.DataDir, res.Source); err != nil {
 		return nil, nil, err
@@ -209,21 +212,6 @@ func (s *AskSetup) loadPrefix() (def, control *prefixes.Prefix, err error) {
 		}
 	}
 	return def, control, nil
-}
-
-// initPrefix writes a Python prefix and its control for the data, and
-// tells warn what it skipped and what to know of it.
-func (s *AskSetup) initPrefix() (*prefixes.InitResult, error) {
-	memory := int64(0) // a local kernel has no memory limit of ctxcode's
-	if s.cfg.Sandbox.Kind != sandbox.KindLocal {
-		memory = sandbox.DefaultConfig().Memory
-		if s.cfg.Sandbox.Docker != nil {
-			memory = s.cfg.Sandbox.Docker.Memory
-		}
-	}
-	res, err := prefixes.InitWith(s.cfg.DataDir, prefixes.InitOptions{Lang: kernel.Python, MemoryLimit: memory, FollowLinks: s.cfg.Sandbox.FollowLinks})
-	res.WriteNotes(s.warn)
-	return res, err
 }
 
 // Prefix is the prefix the rung starts from (nil for none).

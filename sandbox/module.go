@@ -13,14 +13,22 @@ import (
 // HasModule says whether the Python kernels opts start can import module,
 // without importing it. For ctxcode's kernel image the recipe says (its
 // Debian packages are python3-<module>); any other image, and this host's
-// interpreter, are asked in a fresh kernel (importlib.util.find_spec).
+// interpreter (Open's choice where Docker does not answer), are asked in a
+// fresh kernel (importlib.util.find_spec).
 func HasModule(ctx context.Context, opts OpenOptions, module string) (bool, error) {
 	if opts.Kind != KindLocal {
 		image := KernelImage()
 		if opts.Docker != nil && opts.Docker.Image != "" {
 			image = opts.Docker.Image
 		}
-		if image == KernelImage() {
+		docker := true
+		if opts.Kind == KindAuto && opts.HostFallback { // Open's choice: this host when Docker does not answer
+			cli, err := Connect(ctx)
+			if docker = err == nil; docker {
+				_ = cli.Close()
+			}
+		}
+		if docker && image == KernelImage() {
 			return slices.Contains(recipe.Packages, "python3-"+module), nil
 		}
 	}

@@ -162,6 +162,7 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "file to write (default: standard output)")
 	force := fs.Bool("force", false, "overwrite --out if it exists")
 	lang := fs.String("lang", "python", "prefix language: python, or go for the Go kernel (typed structs)")
+	styleName := fs.String("style", string(prefixes.StyleFrames), "python: frames (tables as pandas DataFrames; the kernels need pandas, as the kernel image has) or records (lists of dicts, the standard library's csv and json)")
 	memory := byteSize(sandbox.DefaultConfig().Memory)
 	fs.Var(&memory, "memory", "the memory limit of the kernels the prefix will run in (their --memory), to warn of data that would leave them little room")
 	var follow bool
@@ -179,6 +180,13 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 	if err := checkDataDir("prefix init: --data", *dir); err != nil {
 		return err
 	}
+	style, err := prefixes.ParseStyle(*styleName)
+	switch {
+	case err != nil:
+		return usagef("--style: %v", err)
+	case l == kernel.Go && fs.Changed("style"):
+		return usagef("--style is for Python prefixes; a Go prefix binds each table as a slice of structs")
+	}
 	// A Python prefix's control (condition B0's) is written beside it.
 	control := ""
 	if *out != "" {
@@ -193,7 +201,7 @@ func runPrefixInit(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	noteData(*dir, follow, stderr)
-	res, err := prefixes.InitWith(*dir, prefixes.InitOptions{Lang: l, MemoryLimit: int64(memory), FollowLinks: follow})
+	res, err := prefixes.InitWith(*dir, prefixes.InitOptions{Lang: l, Style: style, MemoryLimit: int64(memory), FollowLinks: follow})
 	res.WriteNotes(stderr)
 	if err != nil {
 		return usagef("prefix init: %v", err)
