@@ -179,7 +179,7 @@ func TestBenchB0OnUserTasks(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	prefix := filepath.Join(dir, "weather.py")
-	got := runCLI(t, "", "prefix", "init", "--data", data, "--out", prefix)
+	got := runCLI(t, "", "prefix", "init", "--data", data, "--out", prefix, "--style", "records") // local kernels: no pandas here
 	require.Equal(t, exitOK, got.code, got.stderr)
 	control := filepath.Join(dir, "weather-nobind.py")
 	require.FileExists(t, control, "prefix init writes the control beside the prefix")

@@ -99,7 +99,20 @@ func TestPrefixInit(t *testing.T) {
 	assert.Contains(t, got.stdout, "ctxcode prefix verify "+out)
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
+	assert.Contains(t, string(b), `rows = pd.DataFrame(`, "frames by default")
+
+	records := filepath.Join(t.TempDir(), "records.py")
+	got = runCLI(t, "", "prefix", "init", "--data", dir, "--out", records, "--style", "records")
+	require.Equal(t, 0, got.code, got.stderr)
+	b, err = os.ReadFile(records)
+	require.NoError(t, err)
 	assert.Contains(t, string(b), `rows = load_jsonl("rows.jsonl")`)
+
+	for _, bad := range [][]string{{"--style", "tables"}, {"--lang", "go", "--style", "records"}} {
+		got = runCLI(t, "", append([]string{"prefix", "init", "--data", dir}, bad...)...)
+		assert.Equal(t, exitUsage, got.code, "%v", bad)
+		assert.Contains(t, got.stderr, "--style", "%v", bad)
+	}
 
 	require.NoError(t, os.WriteFile(out, []byte("mine"), 0o644))
 	got = runCLI(t, "", "prefix", "init", "--data", dir, "--out", out)
@@ -119,17 +132,31 @@ func TestPrefixInit(t *testing.T) {
 // JSON envelope) passes prefix verify, and init says what it read as
 // Latin-1.
 func TestPrefixInitRealWorldVerifies(t *testing.T) {
-	requirePython(t)
 	data := "../../testdata/init-realworld"
-	for _, lang := range []string{"python", "go"} {
-		t.Run(lang, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "p."+lang)
-			got := runCLI(t, "", "prefix", "init", "--data", data, "--lang", lang, "--out", out)
+	for _, tc := range []struct {
+		name, lang, style, sandbox string
+	}{
+		{"python records", "python", "records", "local"},
+		{"go", "go", "", "local"},
+		{"python frames", "python", "frames", "docker"}, // the kernel image has pandas
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.sandbox == "docker" {
+				requireDocker(t)
+			} else {
+				requirePython(t)
+			}
+			out := filepath.Join(t.TempDir(), "p."+tc.lang)
+			args := []string{"prefix", "init", "--data", data, "--lang", tc.lang, "--out", out}
+			if tc.style != "" {
+				args = append(args, "--style", tc.style)
+			}
+			got := runCLI(t, "", args...)
 			require.Equal(t, exitOK, got.code, got.stderr)
-			if lang == "python" {
+			if tc.lang == "python" {
 				assert.Regexp(t, `ctxcode: prefix init: warning: \S+ is not UTF-8: read as Latin-1`, got.stderr)
 			}
-			got = runCLI(t, "", "prefix", "verify", out, "--sandbox", "local", "--data", data)
+			got = runCLI(t, "", "prefix", "verify", out, "--sandbox", tc.sandbox, "--data", data)
 			require.Equal(t, exitOK, got.code, got.stderr)
 			assert.Contains(t, got.stdout, "built twice with identical output")
 		})
