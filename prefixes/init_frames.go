@@ -530,45 +530,36 @@ func hasCol(cols []*frameCol, name string) bool {
 
 // framesReserved are the names the frames prefix binds itself, which no
 // data variable may take.
-var framesReserved = []string{"np", "pd", "stats", "sklearn", "sm", "matplotlib", "plt", "sys", "contextlib", "importlib", "logging"}
+var framesReserved = []string{"np", "pd", "sys", "importlib"}
 
-// analystLibraries are the libraries the library cell imports, as their
-// versions are printed.
-var analystLibraries = []string{"numpy", "pandas", "scipy", "sklearn", "statsmodels", "matplotlib"}
+// analystLibraries are the libraries the library cell lists, by the name
+// they import as and the name of their distribution.
+var analystLibraries = [][2]string{{"numpy", "numpy"}, {"pandas", "pandas"}, {"scipy", "scipy"},
+	{"sklearn", "scikit-learn"}, {"statsmodels", "statsmodels"}, {"matplotlib", "matplotlib"}}
 
-// libraryLine prints, on one line, each analyst library with its version,
-// or that it is not importable. The same text in the prefix and its
-// control: they import the same modules.
-var libraryLine = "print('; '.join(f'{m} {sys.modules[m].__version__}' if m in sys.modules else f'{m}: not importable'\n" +
-	"                for m in " + reprList(analystLibraries) + "))\n"
-
-// libraryCell imports numpy and pandas, and scipy.stats, scikit-learn,
-// statsmodels.api and matplotlib.pyplot (Agg) where they import, binding
-// them under their usual names. The control imports the same modules and
-// binds none of them (only the modules it imports them with). pandas comes
-// first, so that a kernel without it fails there with "No module named
-// 'pandas'". matplotlib's warnings are silenced: where no cache folder is
-// writable it names a new temporary one, which would differ between builds.
+// libraryCell imports pandas and numpy, binding them as pd and np (the
+// control imports them and binds neither), and prints, on one line, each
+// analyst library that is installed with its version, or that it is not.
+// pandas comes first, so that a kernel without it fails there with "No
+// module named 'pandas'". The others are only found (importlib.util.
+// find_spec), not imported: importing scipy, scikit-learn, statsmodels and
+// matplotlib would take every kernel seconds and some 95 MiB (VmRSS 77 MiB
+// with numpy and pandas, 172 with all, in the kernel image), for libraries
+// most questions never use; the model imports them when it needs them.
 func libraryCell(bind bool) string {
-	if !bind {
-		return "import contextlib, importlib, logging\n" +
-			"importlib.import_module('pandas'), importlib.import_module('numpy')\n" +
-			"with contextlib.suppress(ImportError): importlib.import_module('scipy.stats')\n" +
-			"with contextlib.suppress(ImportError): importlib.import_module('sklearn')\n" +
-			"with contextlib.suppress(ImportError): importlib.import_module('statsmodels.api')\n" +
-			"logging.getLogger('matplotlib').setLevel('ERROR')  # no notes of its font cache\n" +
-			"with contextlib.suppress(ImportError): importlib.import_module('matplotlib').use('Agg'); importlib.import_module('matplotlib.pyplot')\n" +
-			libraryLine
+	var pairs []string
+	for _, l := range analystLibraries {
+		pairs = append(pairs, "("+pyRepr(l[0])+", "+pyRepr(l[1])+")")
 	}
-	return "import contextlib, logging\n" +
+	line := "print('; '.join(f'{m} {importlib.metadata.version(d)}' if importlib.util.find_spec(m) else f'{m}: not installed'\n" +
+		"                for m, d in [" + strings.Join(pairs, ", ") + "]))\n"
+	if !bind {
+		return "import importlib.metadata, importlib.util\n" +
+			"importlib.import_module('pandas'), importlib.import_module('numpy')\n" + line
+	}
+	return "import importlib.metadata, importlib.util\n" +
 		"import pandas as pd\n" +
-		"import numpy as np\n" +
-		"with contextlib.suppress(ImportError): from scipy import stats\n" +
-		"with contextlib.suppress(ImportError): import sklearn\n" +
-		"with contextlib.suppress(ImportError): import statsmodels.api as sm\n" +
-		"logging.getLogger('matplotlib').setLevel('ERROR')  # no notes of its font cache\n" +
-		"with contextlib.suppress(ImportError): import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt\n" +
-		libraryLine
+		"import numpy as np\n" + line
 }
 
 // libraryOut is the library cell's output as Init expects it: every
@@ -729,7 +720,7 @@ func renderFrames(folder string, files []*dataFile, names []string, bind bool, l
 	if len(docs) > 0 {
 		loaded = append(loaded, "from JSON: "+strings.Join(docs, ", "))
 	}
-	h.rules = "The data is loaded " + strings.Join(loaded, "; ") + ". numpy and pandas are imported as np and pd."
+	h.rules = "The data is loaded " + strings.Join(loaded, "; ") + ". numpy and pandas are imported as np and pd; the other libraries the second cell lists are installed: import them when needed (matplotlib draws to files)."
 	if !bind {
 		h.name += NoBindSuffix
 		h.description = fmt.Sprintf("The control of prefix %s (condition B0): the same cells and outputs, but no variable is bound: "+
@@ -899,13 +890,10 @@ func headText(fr *frameInfo, rows, width int) (int, string) {
 	return shown, b.String()
 }
 
-// pandasBaseline is what the library cell adds to a kernel: in the
-// kernel image, which has the whole stack, VmRSS goes from 35 MiB to 77
-// with numpy and pandas, and to 172 MiB with scipy.stats, sklearn,
-// statsmodels.api and matplotlib.pyplot as well (measured with ctxcode
-// exec), against the 40 MB of memBaseline. A kernel with pandas alone
-// holds less: the estimate is then high by some 95 MiB, the safe side.
-const pandasBaseline = 132 << 20
+// pandasBaseline is what the library cell adds to a kernel, which
+// imports numpy and pandas (and only finds the other libraries): VmRSS 77
+// MiB in the kernel image after it, against the 40 MB of memBaseline.
+const pandasBaseline = 38 << 20
 
 // estimateFrameMemory is what the frames prefix holds once it ran (held)
 // and at most while it runs (peak): the frames, and while one is read its
