@@ -47,6 +47,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -256,10 +257,12 @@ func ImportDABench(dir string) (*DABenchImport, error) {
 				Msg: fmt.Sprintf("labels of question %s, which %s does not have: they are left out", id, filepath.Base(qpath))})
 		}
 	}
+	// The folder's problems first, then the questions', then the labels'.
+	rank := map[string]int{dir: 0, qpath: 1, lpath: 2}
 	sort.SliceStable(im.Problems, func(i, j int) bool {
 		a, b := im.Problems[i], im.Problems[j]
 		if a.File != b.File {
-			return a.File < b.File
+			return rank[a.File] < rank[b.File]
 		}
 		return a.Line < b.Line
 	})
@@ -304,7 +307,7 @@ func readQuestions(path string) (map[string]dabenchQuestion, map[string]int, []I
 	problems, err := eachLine(path, func(n int, line []byte, problem func(string, ...any)) {
 		var q dabenchQuestion
 		if err := json.Unmarshal(line, &q); err != nil {
-			problem("not a question (%s): expected a JSON object with id, question, constraints, format, file_name, level and concepts", jsonProblem(err))
+			problem("not a question (%s): expected a JSON object with id, question, constraints, format, file_name, level and concepts", dabenchJSONProblem(err))
 			return
 		}
 		id, why := dabenchID(q.ID)
@@ -342,7 +345,7 @@ func readLabels(path string) (map[string][][2]string, map[string]int, []ImportPr
 	problems, err := eachLine(path, func(n int, line []byte, problem func(string, ...any)) {
 		var l dabenchLabel
 		if err := json.Unmarshal(line, &l); err != nil {
-			problem("not a label (%s): expected a JSON object with id and common_answers, such as %s", jsonProblem(err), `{"id": 0, "common_answers": [["mean_fare", "34.65"]]}`)
+			problem("not a label (%s): expected a JSON object with id and common_answers, such as %s", dabenchJSONProblem(err), `{"id": 0, "common_answers": [["mean_fare", "34.65"]]}`)
 			return
 		}
 		id, why := dabenchID(l.ID)
@@ -431,6 +434,31 @@ func eachLine(path string, f func(n int, line []byte, problem func(string, ...an
 		})
 	}
 	return problems, nil
+}
+
+// dabenchJSONProblem says what encoding/json found wrong with a line, in
+// the file's terms rather than Go's.
+func dabenchJSONProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	if te.Field == "" {
+		return "a JSON " + te.Value + ", not an object"
+	}
+	want := "text"
+	switch te.Type.Kind() {
+	case reflect.Slice:
+		want = "a list"
+		if te.Type.Elem().Kind() == reflect.String {
+			want = "a list of strings"
+		}
+	case reflect.Ptr:
+		if te.Type.Elem().Kind() != reflect.String {
+			want = te.Type.Elem().Kind().String()
+		}
+	}
+	return fmt.Sprintf("%s is a JSON %s, not %s", te.Field, te.Value, want)
 }
 
 // dabenchID is the text of a question's id: a whole number (as the
@@ -740,7 +768,7 @@ func (im *DABenchImport) AttachSolutions(path string) ([]ImportProblem, error) {
 			Solution string          `json:"solution"`
 		}
 		if err := json.Unmarshal(line, &s); err != nil {
-			problem("not a solution (%s): expected a JSON object such as %s", jsonProblem(err), `{"id": "dabench-0", "solution": "ANSWER({...})"}`)
+			problem("not a solution (%s): expected a JSON object such as %s", dabenchJSONProblem(err), `{"id": "dabench-0", "solution": "ANSWER({...})"}`)
 			return
 		}
 		id, why := dabenchID(s.ID)

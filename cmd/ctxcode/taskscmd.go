@@ -37,7 +37,7 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *dir == "" {
-		return usagef("tasks: --data is required: the folder made by `ctxcode data gen`")
+		return usagef("tasks: --data is required: the folder made by `ctxcode data gen` (`ctxcode tasks import` turns a benchmark into a task file)")
 	}
 	if err := checkDataDir("--data", *dir); err != nil {
 		return err
