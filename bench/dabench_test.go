@@ -1,16 +1,24 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/internal/testenv"
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/sandbox"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -376,4 +384,50 @@ func TestDABenchAttachSolutions(t *testing.T) {
 	var ie *InputError
 	require.ErrorAs(t, err, &ie)
 	assert.Contains(t, err.Error(), "no such file or directory")
+}
+
+// TestDABenchFixtureSolutions runs each solution of the fixture in the
+// kernel image, over its task's data folder as the import wrote it, and
+// checks that it answers the gold: what the reference model plays in the
+// README's demo.
+func TestDABenchFixtureSolutions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cli, err := sandbox.Connect(ctx)
+	if err != nil {
+		testenv.SkipOrFail(t, "docker: %v", err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	if ok, err := sandbox.ImageExists(ctx, cli, sandbox.KernelImage()); err != nil || !ok {
+		testenv.SkipOrFail(t, "the kernel image %s is missing (%v): build it with make image", sandbox.KernelImage(), err)
+	}
+	_, out := importFixture(t)
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var task struct {
+			ID       string
+			Gold     map[string]any
+			Data     string
+			Solution string
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &task))
+		t.Run(task.ID, func(t *testing.T) {
+			cfg := sandbox.DefaultConfig()
+			cfg.Session = fmt.Sprintf("ctxtest-dabench-%d-%s", os.Getpid(), sandbox.NewSessionID())
+			tr, cleanup, err := sandbox.Open(ctx, sandbox.OpenOptions{Kind: sandbox.KindDocker,
+				DataDir: filepath.Join(filepath.Dir(out), filepath.FromSlash(task.Data)), Docker: &cfg}, io.Discard)
+			t.Cleanup(cleanup)
+			require.NoError(t, err)
+			k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = k.Close() })
+			res, err := k.Execute(ctx, task.Solution, kernel.ExecOptions{Timeout: time.Minute})
+			require.NoError(t, err)
+			require.True(t, res.Answered(), "status %s, stderr %s, error %+v", res.Status, res.Stderr, res.Error)
+			var answer map[string]any
+			require.NoError(t, json.Unmarshal(res.Answer, &answer))
+			assert.Equal(t, task.Gold, answer)
+		})
+	}
 }
