@@ -160,6 +160,9 @@ func (p ImportProblem) String() string {
 type DABenchImport struct {
 	Tasks    []ImportedTask
 	Problems []ImportProblem
+	// Notes are about tasks imported all the same: a format line that
+	// names other parts than the labels do.
+	Notes []ImportProblem
 	// Tables is the benchmark's tables folder; Questions and Labels its
 	// files.
 	Tables, Questions, Labels string
@@ -240,6 +243,10 @@ func ImportDABench(dir string) (*DABenchImport, error) {
 			continue
 		}
 		gold, decimals := goldOf(parts)
+		if named := formatNames(q.Format); len(named) > 0 && !sameNames(named, gold) {
+			im.Notes = append(im.Notes, ImportProblem{File: qpath, Line: line, Msg: fmt.Sprintf(
+				"question %s: its format names %s but its labels %s: the task asks for the labels' names, which it is graded by", id, strings.Join(named, ", "), partNames(gold))})
+		}
 		im.Tasks = append(im.Tasks, ImportedTask{
 			ID:         DABenchIDPrefix + id,
 			Question:   dabenchQuestionText(q, gold),
@@ -620,6 +627,42 @@ func dabenchQuestionText(q dabenchQuestion, gold Parts) string {
 	}
 	b.WriteString("}.")
 	return b.String()
+}
+
+// formatParts finds the parts a DABench format line names: @name[...].
+var formatParts = regexp.MustCompile(`@([A-Za-z_][A-Za-z0-9_]*)\[`)
+
+// formatNames is the names of the parts a format line asks for, in order,
+// each once.
+func formatNames(format string) []string {
+	var names []string
+	for _, m := range formatParts.FindAllStringSubmatch(format, -1) {
+		if !contains(names, m[1]) {
+			names = append(names, m[1])
+		}
+	}
+	return names
+}
+
+// sameNames says whether names and the parts of gold are the same set.
+func sameNames(names []string, gold Parts) bool {
+	if len(names) != len(gold) {
+		return false
+	}
+	for _, p := range gold {
+		if !contains(names, p.Name) {
+			return false
+		}
+	}
+	return true
+}
+
+func partNames(gold Parts) string {
+	names := make([]string, len(gold))
+	for i, p := range gold {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // TablesDirFor is the tables folder written beside the task file out: its

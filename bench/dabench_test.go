@@ -70,6 +70,7 @@ func TestImportDABenchFixture(t *testing.T) {
 	assert.Equal(t, filepath.Join(dabenchDir, "fix-questions.jsonl"), p.File)
 	assert.Equal(t, 5, p.Line)
 	assert.Contains(t, p.String(), "fix-questions.jsonl:5: question 4 has no labels in fix-labels.jsonl")
+	assert.Empty(t, im.Notes, "the fixture's formats name the labels' parts")
 
 	// The shape of each line, read back as plain JSON.
 	lines := strings.Split(strings.TrimSpace(string(got)), "\n")
@@ -202,7 +203,7 @@ func TestImportDABenchProblems(t *testing.T) {
 		`{"id": -1, "question": "Negative?", "file_name": "t.csv"}`,
 		`{"id": 5, "question": "Labels malformed?", "file_name": "t.csv"}`,
 		`{"id": 6, "question": "Two parts?", "file_name": "u.tsv"}`,
-		`{"id": 7, "question": "Same stem?", "file_name": "u.csv"}`,
+		`{"id": 7, "question": "Same stem?", "format": "@key[v], @key[w] and @other[x]", "file_name": "u.csv"}`,
 		`{"id": 8, "question": "Concepts?", "file_name": "t.csv", "concepts": "Correlation Analysis"}`,
 		`{"id": 10, "question": 10, "file_name": "t.csv"}`,
 	}, "\n") + "\n"
@@ -256,6 +257,9 @@ func TestImportDABenchProblems(t *testing.T) {
 	for i := range want {
 		assert.True(t, strings.HasPrefix(got[i], want[i]), "problem %d:\n got %s\nwant %s...", i, got[i], want[i])
 	}
+	// A format that names other parts than the labels: imported, with a note.
+	require.Len(t, im.Notes, 1)
+	assert.Equal(t, q+"11: question 7: its format names key, other but its labels k: the task asks for the labels' names, which it is graded by", im.Notes[0].String())
 }
 
 func TestImportDABenchRefusals(t *testing.T) {

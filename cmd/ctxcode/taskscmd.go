@@ -142,6 +142,9 @@ func runTasksImport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	printImportProblems(stderr, problems)
+	for _, n := range im.Notes {
+		fmt.Fprintf(stderr, "%s (note)\n", n)
+	}
 	tables := bench.TablesDirFor(o.out)
 	if err := im.WriteTables(tables); err != nil {
 		return err
@@ -155,7 +158,10 @@ func runTasksImport(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s on %s to %s (tables in %s)\n", countOf(len(im.Tasks), "task"), countOf(im.TableCount(), "table"), o.out, tables)
 	if len(problems) > 0 {
-		fmt.Fprintf(stderr, "ctxcode: tasks import: %s; the lines above are left out\n", countOf(len(problems), "problem"))
+		fmt.Fprintf(stderr, "ctxcode: tasks import: %s; those lines are left out\n", countOf(len(problems), "problem"))
+	}
+	if len(im.Notes) > 0 {
+		fmt.Fprintf(stderr, "ctxcode: tasks import: %s on tasks imported all the same\n", countOf(len(im.Notes), "note"))
 	}
 	return nil
 }

@@ -103,7 +103,7 @@ func TestTasksImportDABench(t *testing.T) {
 	require.Equal(t, 0, got.code, got.stderr)
 	assert.Equal(t, "wrote 4 tasks on 2 tables to "+out+" (tables in "+tables+")\n", got.stdout)
 	assert.Equal(t, filepath.Join(fixture, "fix-questions.jsonl")+":5: question 4 has no labels in fix-labels.jsonl: it is left out (its answers are needed to grade it)\n"+
-		"ctxcode: tasks import: 1 problem; the lines above are left out\n", got.stderr)
+		"ctxcode: tasks import: 1 problem; those lines are left out\n", got.stderr)
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
 	want, err := os.ReadFile(golden)
