@@ -217,7 +217,7 @@ func ImportDABench(dir string) (*DABenchImport, error) {
 		return nil, err
 	}
 	im.Problems = append(im.Problems, problems...)
-	labels, llines, problems, err := readLabels(lpath)
+	labels, llines, badLabels, problems, err := readLabels(lpath)
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +230,10 @@ func ImportDABench(dir string) (*DABenchImport, error) {
 			im.Problems = append(im.Problems, ImportProblem{File: qpath, Line: line, Msg: fmt.Sprintf(format, args...)})
 		}
 		parts, ok := labels[id]
+		if bad, isBad := badLabels[id]; !ok && isBad {
+			problem("question %s: its labels (%s, line %d) cannot be used: it is left out", id, filepath.Base(lpath), bad)
+			continue
+		}
 		if !ok {
 			problem("question %s has no labels in %s: it is left out (its answers are needed to grade it)", id, filepath.Base(lpath))
 			continue
@@ -345,10 +349,16 @@ func readQuestions(path string) (map[string]dabenchQuestion, map[string]int, []I
 }
 
 // readLabels reads X-labels.jsonl: the good labels by id, as parts, their
-// lines, and the problems of the others.
-func readLabels(path string) (map[string][][2]string, map[string]int, []ImportProblem, error) {
-	labels := map[string][][2]string{}
-	lines := map[string]int{}
+// lines, the first line of each id whose labels cannot be used, and the
+// problems of those lines.
+func readLabels(path string) (labels map[string][][2]string, lines, bad map[string]int, _ []ImportProblem, _ error) {
+	labels = map[string][][2]string{}
+	lines, bad = map[string]int{}, map[string]int{}
+	markBad := func(id string, n int) {
+		if _, ok := bad[id]; !ok {
+			bad[id] = n
+		}
+	}
 	problems, err := eachLine(path, func(n int, line []byte, problem func(string, ...any)) {
 		var l dabenchLabel
 		if err := json.Unmarshal(line, &l); err != nil {
@@ -362,6 +372,7 @@ func readLabels(path string) (map[string][][2]string, map[string]int, []ImportPr
 		}
 		if len(l.CommonAnswers) == 0 {
 			problem("labels of question %s have no common_answers: they are left out", id)
+			markBad(id, n)
 			return
 		}
 		var parts [][2]string
@@ -373,6 +384,7 @@ func readLabels(path string) (map[string][][2]string, map[string]int, []ImportPr
 			}
 			if why != "" {
 				problem("labels of question %s: answer %d %s: they are left out", id, i+1, why)
+				markBad(id, n)
 				return
 			}
 			seen[name] = true
@@ -384,7 +396,7 @@ func readLabels(path string) (map[string][][2]string, map[string]int, []ImportPr
 		}
 		labels[id], lines[id] = parts, n
 	})
-	return labels, lines, problems, err
+	return labels, lines, bad, problems, err
 }
 
 // labelPart reads one [name, value] pair of common_answers; a value given

@@ -245,7 +245,7 @@ func TestImportDABenchProblems(t *testing.T) {
 		q + `6: file_name "../t.csv" is not a file's name: expected a name such as test_ave.csv, without folders: it is left out`,
 		q + "7: question 0 again (line 1 has it): it is left out",
 		q + "8: id -1 is not a whole number of 0 or more: it is left out",
-		q + "9: question 5 has no labels in x-labels.jsonl: it is left out (its answers are needed to grade it)",
+		q + "9: question 5: its labels (x-labels.jsonl, line 3) cannot be used: it is left out",
 		q + "12: not a question (concepts is a JSON string, not a list of strings): expected",
 		q + "13: not a question (question is a JSON number, not text): expected",
 		l + "3: labels of question 5: answer 1 is not a [name, value] pair: they are left out",
