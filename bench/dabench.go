@@ -49,6 +49,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,12 +71,12 @@ const (
 // ImportedTask is one task line as the DABench importer writes it (see the
 // top of this file for its fields). Its JSON is the line.
 type ImportedTask struct {
-	ID         string `json:"id"`
-	Question   string `json:"question"`
-	AnswerType string `json:"answer_type"`
-	Gold       Parts  `json:"gold"`
+	ID         string     `json:"id"`
+	Question   string     `json:"question"`
+	AnswerType string     `json:"answer_type"`
+	Gold       NamedParts `json:"gold"`
 	// Decimals holds an int for each numeric part whose text has decimals.
-	Decimals Parts       `json:"decimals,omitempty"`
+	Decimals NamedParts  `json:"decimals,omitempty"`
 	Data     string      `json:"data"`
 	Solution string      `json:"solution,omitempty"`
 	Meta     DABenchMeta `json:"meta"`
@@ -94,18 +95,18 @@ type DABenchMeta struct {
 	FileName string   `json:"file_name"`
 }
 
-// Part is one named part of a record.
-type Part struct {
+// NamedPart is one named part of a record.
+type NamedPart struct {
 	Name  string
 	Value any // int64, float64, bool or string
 }
 
-// Parts is a record whose parts keep their order: its JSON is an object
+// NamedParts is a record whose parts keep their order: its JSON is an object
 // with the parts as its fields, in order.
-type Parts []Part
+type NamedParts []NamedPart
 
 // MarshalJSON writes p as a JSON object, its fields in p's order.
-func (p Parts) MarshalJSON() ([]byte, error) {
+func (p NamedParts) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, part := range p {
@@ -532,7 +533,7 @@ func tableFolders(qs map[string]dabenchQuestion) map[string]string {
 	for _, q := range qs {
 		name := *q.FileName
 		stem := strings.TrimSuffix(name, filepath.Ext(name))
-		if !contains(byStem[stem], name) {
+		if !slices.Contains(byStem[stem], name) {
 			byStem[stem] = append(byStem[stem], name)
 		}
 	}
@@ -549,15 +550,6 @@ func tableFolders(qs map[string]dabenchQuestion) map[string]string {
 	return folders
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 // dabenchNumber is a label's text that is a number: an optional sign,
 // digits with an optional fraction (or a fraction alone), an optional
 // exponent. A whole part with a leading zero ("007") is not one: that is
@@ -570,12 +562,12 @@ const maxExactDigits = 15
 
 // goldOf is the record of a question's labels and the decimals of its
 // numeric parts.
-func goldOf(labels [][2]string) (gold, decimals Parts) {
+func goldOf(labels [][2]string) (gold, decimals NamedParts) {
 	for _, l := range labels {
 		v, d := labelValue(l[1])
-		gold = append(gold, Part{Name: l[0], Value: v})
+		gold = append(gold, NamedPart{Name: l[0], Value: v})
 		if d > 0 {
-			decimals = append(decimals, Part{Name: l[0], Value: d})
+			decimals = append(decimals, NamedPart{Name: l[0], Value: d})
 		}
 	}
 	return gold, decimals
@@ -619,7 +611,7 @@ func labelValue(text string) (any, int) {
 
 // dabenchQuestionText is the question a task asks: DABench's question,
 // its constraints and format, and how to answer.
-func dabenchQuestionText(q dabenchQuestion, gold Parts) string {
+func dabenchQuestionText(q dabenchQuestion, gold NamedParts) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(*q.Question))
 	if c := strings.TrimSpace(q.Constraints); c != "" {
@@ -649,7 +641,7 @@ var formatParts = regexp.MustCompile(`@([A-Za-z_][A-Za-z0-9_]*)\[`)
 func formatNames(format string) []string {
 	var names []string
 	for _, m := range formatParts.FindAllStringSubmatch(format, -1) {
-		if !contains(names, m[1]) {
+		if !slices.Contains(names, m[1]) {
 			names = append(names, m[1])
 		}
 	}
@@ -657,19 +649,19 @@ func formatNames(format string) []string {
 }
 
 // sameNames says whether names and the parts of gold are the same set.
-func sameNames(names []string, gold Parts) bool {
+func sameNames(names []string, gold NamedParts) bool {
 	if len(names) != len(gold) {
 		return false
 	}
 	for _, p := range gold {
-		if !contains(names, p.Name) {
+		if !slices.Contains(names, p.Name) {
 			return false
 		}
 	}
 	return true
 }
 
-func partNames(gold Parts) string {
+func partNames(gold NamedParts) string {
 	names := make([]string, len(gold))
 	for i, p := range gold {
 		names[i] = p.Name

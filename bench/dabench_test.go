@@ -229,7 +229,7 @@ func TestImportDABenchProblems(t *testing.T) {
 	assert.Equal(t, "t", im.Tasks[0].Table)
 	assert.Equal(t, "u-tsv", im.Tasks[1].Table, "two tables with one stem keep their extensions apart")
 	assert.Equal(t, "u-csv", im.Tasks[2].Table)
-	assert.Equal(t, Parts{{"n", int64(3)}, {"ok", true}}, im.Tasks[1].Gold, "a label given as a JSON number or boolean")
+	assert.Equal(t, NamedParts{{"n", int64(3)}, {"ok", true}}, im.Tasks[1].Gold, "a label given as a JSON number or boolean")
 	assert.Equal(t, "Mean of a?\nConstraints: Use all rows.\nFormat: @mean_a[v]\nGive ANSWER a dict of these named parts: {\"mean_a\": ...}.", im.Tasks[0].Question)
 
 	q := filepath.Join(dir, "x-questions.jsonl") + ":"
