@@ -28,19 +28,19 @@ func (t Task) MarshalJSON() ([]byte, error) {
 	j := taskJSON{ID: t.ID, Template: t.Template, Question: t.Question, Params: t.Params, AnswerType: t.AnswerType,
 		Gold: t.Gold, Accept: t.Accept, Meta: t.Meta}
 	var err error
-	if j.Tolerance, err = byPart(t.Gold, t.Tolerance, t.PartTolerance); err != nil {
+	if j.Tolerance, err = ByPartJSON(t.Gold, t.Tolerance, t.PartTolerance); err != nil {
 		return nil, err
 	}
-	if j.Decimals, err = byPart(t.Gold, t.Decimals, t.PartDecimals); err != nil {
+	if j.Decimals, err = ByPartJSON(t.Gold, t.Decimals, t.PartDecimals); err != nil {
 		return nil, err
 	}
 	return json.Marshal(j)
 }
 
-// byPart is the JSON of a whole-task value (nil when zero) or, with parts,
-// of the parts completed by the whole-task value for the gold's numeric
-// parts.
-func byPart[V int | float64](gold any, whole V, parts map[string]V) (json.RawMessage, error) {
+// ByPartJSON is the JSON of a task's tolerance or decimals: the whole-task
+// value (nil when zero) or, with parts, the object of the parts completed
+// by the whole-task value for the gold's other numeric parts.
+func ByPartJSON[V int | float64](gold any, whole V, parts map[string]V) (json.RawMessage, error) {
 	if len(parts) == 0 {
 		if whole == 0 {
 			return nil, nil
