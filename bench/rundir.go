@@ -225,6 +225,11 @@ type Trial struct {
 	AnswerRight     bool   `json:"answer_right"`
 	Verdict         string `json:"verdict"`
 	GradeReason     string `json:"grade_reason,omitempty"`
+	// Parts is, for a record task, each gold part's verdict: "right",
+	// "wrong" or "missing" (datasets.PartVerdict), whatever the answer's
+	// source; ExtraParts the parts the answer has and the gold has not.
+	Parts      map[string]string `json:"parts,omitempty"`
+	ExtraParts []string          `json:"extra_parts,omitempty"`
 	Turns           int    `json:"turns"`
 	ContextTokens   int    `json:"context_tokens"`
 	OutputTokens    int    `json:"output_tokens"`
