@@ -221,21 +221,16 @@ type Trial struct {
 	// Correct counts in accuracy; AnswerRight says the answer matched the
 	// gold whatever its source (an unexecuted answer may be right and not
 	// count). Verdict is agent.Verdict's text.
-	Correct     bool   `json:"correct"`
-	AnswerRight bool   `json:"answer_right"`
-	Verdict     string `json:"verdict"`
-	GradeReason string `json:"grade_reason,omitempty"`
-	// Parts is, for a record task, each gold part's verdict: "right",
-	// "wrong" or "missing" (datasets.PartVerdict), whatever the answer's
-	// source; ExtraParts the parts the answer has and the gold has not.
-	Parts           map[string]string `json:"parts,omitempty"`
-	ExtraParts      []string          `json:"extra_parts,omitempty"`
-	Turns           int               `json:"turns"`
-	ContextTokens   int               `json:"context_tokens"`
-	OutputTokens    int               `json:"output_tokens"`
-	CachedTokens    int               `json:"cached_tokens"`
-	ReasoningTokens int               `json:"reasoning_tokens"`
-	Estimated       bool              `json:"estimated"`
+	Correct         bool   `json:"correct"`
+	AnswerRight     bool   `json:"answer_right"`
+	Verdict         string `json:"verdict"`
+	GradeReason     string `json:"grade_reason,omitempty"`
+	Turns           int    `json:"turns"`
+	ContextTokens   int    `json:"context_tokens"`
+	OutputTokens    int    `json:"output_tokens"`
+	CachedTokens    int    `json:"cached_tokens"`
+	ReasoningTokens int    `json:"reasoning_tokens"`
+	Estimated       bool   `json:"estimated"`
 	// WallMS is the trial's own time: from the moment it has its kernel
 	// (prefix built) to its end. PoolWaitMS is the time before it, spent
 	// waiting for the pool to have a kernel ready: the harness's, not the
@@ -252,6 +247,12 @@ type Trial struct {
 	Restarts   int       `json:"restarts"`
 	Trajectory string    `json:"trajectory"` // relative to the run directory
 	Started    time.Time `json:"started"`    // when the trial asked for its kernel
+
+	// Parts is, for a record task, each gold part's verdict: "right",
+	// "wrong" or "missing" (datasets.PartVerdict), whatever the answer's
+	// source; ExtraParts the parts the answer has and the gold has not.
+	Parts      map[string]string `json:"parts,omitempty"`
+	ExtraParts []string          `json:"extra_parts,omitempty"`
 }
 
 // BudgetStop says the trial ended because a budget ran out.

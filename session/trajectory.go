@@ -242,18 +242,19 @@ type EndEvent struct {
 
 // GradeEvent is the grade of a run's answer against its task's gold.
 type GradeEvent struct {
-	Task     string `json:"task"`
-	Verdict  string `json:"verdict"`
-	Correct  bool   `json:"correct"`  // the answer matches the gold
-	Accurate bool   `json:"accurate"` // and counts in accuracy
-	Source   string `json:"source,omitempty"`
-	Literal  bool   `json:"literal,omitempty"`
-	Reason   string `json:"reason,omitempty"`
+	Task     string          `json:"task"`
+	Verdict  string          `json:"verdict"`
+	Correct  bool            `json:"correct"`  // the answer matches the gold
+	Accurate bool            `json:"accurate"` // and counts in accuracy
+	Source   string          `json:"source,omitempty"`
+	Literal  bool            `json:"literal,omitempty"`
+	Reason   string          `json:"reason,omitempty"`
+	Gold     json.RawMessage `json:"gold"`
+
 	// Parts and ExtraParts are a record answer's: each gold part's verdict
 	// (right, wrong, missing) and the parts the gold has not.
 	Parts      map[string]string `json:"parts,omitempty"`
 	ExtraParts []string          `json:"extra_parts,omitempty"`
-	Gold       json.RawMessage   `json:"gold"`
 }
 
 // eventOf sets, for each kind, the field of an Event that holds it to a
