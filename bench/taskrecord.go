@@ -202,3 +202,12 @@ func (t UserTask) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(line)
 }
+
+// byPartHint adds, for a record, that tolerance and decimals may be
+// objects by part.
+func byPartHint(typ datasets.AnswerType, example string) string {
+	if typ != datasets.Record {
+		return ""
+	}
+	return ", or an object by part, such as " + example
+}

@@ -369,7 +369,7 @@ func parseGrading(t *UserTask, tl taskLine) []string {
 		case t.AnswerType != datasets.Number && t.AnswerType != datasets.Record:
 			msgs = append(msgs, numberOnly("tolerance"))
 		case json.Unmarshal(tl.Tolerance, &f) != nil:
-			msgs = append(msgs, fmt.Sprintf("tolerance is %s, not a number: give the relative tolerance, such as 0.001 for 0.1%%", jsonKindOf(tl.Tolerance)))
+			msgs = append(msgs, fmt.Sprintf("tolerance is %s, not a number: give the relative tolerance, such as 0.001 for 0.1%%%s", jsonKindOf(tl.Tolerance), byPartHint(t.AnswerType, `{"mean": 0.01}`)))
 		case toleranceOutOfRange(f) != "":
 			msgs = append(msgs, toleranceOutOfRange(f))
 		default:
@@ -384,7 +384,7 @@ func parseGrading(t *UserTask, tl taskLine) []string {
 		case t.AnswerType != datasets.Number && t.AnswerType != datasets.Record:
 			msgs = append(msgs, numberOnly("decimals"))
 		case json.Unmarshal(tl.Decimals, &n) != nil:
-			msgs = append(msgs, fmt.Sprintf("decimals is %s, not a whole number: give how many decimals the question asks for, such as 2", jsonKindOf(tl.Decimals)))
+			msgs = append(msgs, fmt.Sprintf("decimals is %s, not a whole number: give how many decimals the question asks for, such as 2%s", jsonKindOf(tl.Decimals), byPartHint(t.AnswerType, `{"mean": 2}`)))
 		case decimalsOutOfRange(n) != "":
 			msgs = append(msgs, decimalsOutOfRange(n))
 		default:

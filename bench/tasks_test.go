@@ -141,6 +141,7 @@ func TestReadTasksReportsEveryBadLine(t *testing.T) {
 		{"record tolerance out of range", `{"id": "r8", "question": "q?", "answer_type": "record", "gold": {"mean": 1.5}, "tolerance": {"mean": 5}}`, []string{`part "mean": tolerance 5 is out of range`}},
 		{"record decimals not whole", `{"id": "r9", "question": "q?", "answer_type": "record", "gold": {"mean": 1.5}, "decimals": {"mean": "two"}}`, []string{"decimals is an object whose values are not all whole numbers"}},
 		{"record accept not a record", `{"id": "r10", "question": "q?", "answer_type": "record", "gold": {"mean": 1.5}, "accept": [1.5]}`, []string{"accept's element 1 is the number 1.5, which does not fit answer_type record"}},
+		{"record tolerance a string", `{"id": "r11", "question": "q?", "answer_type": "record", "gold": {"mean": 1.5}, "tolerance": "1%"}`, []string{`tolerance is a string, not a number`, `or an object by part, such as {"mean": 0.01}`}},
 		{"meta not an object", `{"id": "m1", ` + good + `, "meta": ["hard"]}`, []string{`meta is an array, not an object`}},
 		// Latin-1 ü: encoding/json would read it as U+FFFD, a gold no answer matches.
 		{"not UTF-8", `{"id": "l1", "question": "Which city?", "answer_type": "string", "gold": "Z` + "\xfc" + `rich"}`,
