@@ -267,6 +267,12 @@ type Grade struct {
 	Reason  string // why it does not match, when it does not
 	Source  string // the answer's source, as Result.AnswerSource
 	Literal bool   // the answer is literal (Result.Literal)
+	// Parts is, for a task whose answer is a record of named parts, the
+	// verdict of each of the gold's parts ("right", "wrong", "missing");
+	// ExtraParts the parts the answer has and the gold has not. The caller
+	// that grades sets them; nil for any other task.
+	Parts      map[string]string
+	ExtraParts []string
 }
 
 // Accurate says the grade counts as correct in accuracy.

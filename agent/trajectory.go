@@ -45,5 +45,5 @@ func (t *Trajectory) Grade(task string, gold any, g *Grade) {
 		raw = nil // a gold that is not JSON is written as null
 	}
 	w.Grade(session.GradeEvent{Task: task, Verdict: string(g.Verdict), Correct: g.Correct, Accurate: g.Accurate(),
-		Source: g.Source, Literal: g.Literal, Reason: g.Reason, Gold: raw})
+		Source: g.Source, Literal: g.Literal, Reason: g.Reason, Parts: g.Parts, ExtraParts: g.ExtraParts, Gold: raw})
 }

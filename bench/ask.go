@@ -282,12 +282,8 @@ func (s *AskSetup) Ask(ctx context.Context, traj *agent.Trajectory, obs agent.Ob
 	out := &AskResult{Question: s.question, Task: s.task, Rung: s.cfg.Rung, Prefix: s.prefix, Run: res, Cache: s.cache.state(s.prefix, res)}
 	out.InitTime, s.initTime = s.initTime, 0 // counted once, in the first question
 	if s.task != nil {
-		right, reason := false, ""
-		if res.Status == agent.Answered {
-			right, reason = datasets.Grade(*s.task, res.Answer)
-		}
 		// An unexecuted answer is graded and shown, never counted in accuracy.
-		traj.Grade(s.task.ID, s.task.Gold, res.SetGrade(right, reason))
+		grade(s.task, res, traj)
 	}
 	return out, nil
 }
@@ -405,6 +401,12 @@ func (r *AskResult) Record() map[string]any {
 		}
 		if g.Reason != "" {
 			rec["grade"] = g.Reason
+		}
+		if g.Parts != nil {
+			rec["parts"] = g.Parts
+		}
+		if len(g.ExtraParts) > 0 {
+			rec["extra_parts"] = g.ExtraParts
 		}
 	}
 	if res.Err != nil {

@@ -458,12 +458,7 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 		_ = os.Remove(path + tempSuffix)
 		return Trial{}, &FatalError{fmt.Errorf("trial %s: %w", w.key, err)}
 	}
-	right, reason := false, ""
-	if res.Status == agent.Answered {
-		right, reason = datasets.Grade(*w.task, res.Answer)
-	}
-	g := res.SetGrade(right, reason)
-	traj.Grade(w.task.ID, w.task.Gold, g)
+	grade(w.task, res, traj)
 	fill(&t, res)
 	t.PoolWaitMS = ready.Sub(started).Milliseconds()
 	if err := keepTrajectory(f, traj, path); err != nil {
@@ -496,6 +491,7 @@ func fill(t *Trial, res *agent.Result) {
 	t.AnswerSource, t.Literal = res.AnswerSource, res.Literal && res.Status == agent.Answered
 	if g := res.Grade; g != nil {
 		t.Correct, t.AnswerRight, t.Verdict, t.GradeReason = g.Accurate(), g.Correct, string(g.Verdict), g.Reason
+		t.Parts, t.ExtraParts = g.Parts, g.ExtraParts
 	}
 	u := res.Usage
 	t.Turns, t.ContextTokens, t.OutputTokens, t.CachedTokens, t.ReasoningTokens, t.Estimated =

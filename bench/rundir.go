@@ -247,6 +247,12 @@ type Trial struct {
 	Restarts   int       `json:"restarts"`
 	Trajectory string    `json:"trajectory"` // relative to the run directory
 	Started    time.Time `json:"started"`    // when the trial asked for its kernel
+
+	// Parts is, for a record task, each gold part's verdict: "right",
+	// "wrong" or "missing" (datasets.PartVerdict), whatever the answer's
+	// source; ExtraParts the parts the answer has and the gold has not.
+	Parts      map[string]string `json:"parts,omitempty"`
+	ExtraParts []string          `json:"extra_parts,omitempty"`
 }
 
 // BudgetStop says the trial ended because a budget ran out.

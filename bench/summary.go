@@ -37,6 +37,10 @@ type Row struct {
 	// counts and means are over, and what a report draws its intervals
 	// and medians from.
 	Results []Trial `json:"-"`
+
+	// Records are the scores by part, when the run has record tasks
+	// (HasRecords); nil otherwise.
+	Records *PartScores `json:"records,omitempty"`
 }
 
 // Counts are the trials of a Row. In JSON its fields stand in the Row's
@@ -89,10 +93,14 @@ func Summarize(spec Spec, final []Trial) []Row {
 		}
 	}
 	rows := make([]Row, 0, len(groups))
+	records := HasRecords(spec)
 	for _, m := range spec.Models {
 		for _, c := range spec.Conditions {
 			r := Sum(groups[at[id{m.Name, c.Name}]])
 			r.Model, r.Condition = m.Name, c.Name
+			if records {
+				r.Records = ScoreParts(r.Results)
+			}
 			rows = append(rows, r)
 		}
 	}

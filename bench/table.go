@@ -40,17 +40,32 @@ func WriteSummary(w io.Writer, out *Outcome, spec Spec, dir string, asJSON bool)
 	if many {
 		fmt.Fprintf(w, "%-20s ", "model")
 	}
-	fmt.Fprintf(w, "%-9s %9s %9s %6s %7s %15s %14s %8s\n", "condition", "correct", "accuracy", "infra", "turns", "context tokens", "output tokens", "wall")
+	// A run with record tasks adds InfiAgent-DABench's scores by part
+	// (accuracy is its ABQ).
+	records := len(rows) > 0 && rows[0].Records != nil
+	fmt.Fprintf(w, "%-9s %9s %9s %6s %7s %15s %14s %8s", "condition", "correct", "accuracy", "infra", "turns", "context tokens", "output tokens", "wall")
+	if records {
+		fmt.Fprintf(w, " %6s %6s", "PSAQ", "USAQ")
+	}
+	fmt.Fprintln(w)
 	for _, r := range rows {
 		if many {
 			fmt.Fprintf(w, "%-20s ", r.Model)
 		}
 		if r.Graded == 0 { // no result (every trial an infra failure, or none ran yet): nothing to average
-			fmt.Fprintf(w, "%-9s %9s %9s %6d %7s %15s %14s %8s\n", r.Condition, "-", "-", r.Infra, "-", "-", "-", "-")
+			fmt.Fprintf(w, "%-9s %9s %9s %6d %7s %15s %14s %8s", r.Condition, "-", "-", r.Infra, "-", "-", "-", "-")
+			if records {
+				fmt.Fprintf(w, " %6s %6s", "-", "-")
+			}
+			fmt.Fprintln(w)
 			continue
 		}
-		fmt.Fprintf(w, "%-9s %5d/%-3d %8.0f%% %6d %7.2f %15.0f %14.0f %7.1fs\n", r.Condition, r.Correct, r.Graded, 100*r.Accuracy,
+		fmt.Fprintf(w, "%-9s %5d/%-3d %8.0f%% %6d %7.2f %15.0f %14.0f %7.1fs", r.Condition, r.Correct, r.Graded, 100*r.Accuracy,
 			r.Infra, r.Turns, r.ContextTokens, r.OutputTokens, r.WallMS/1000)
+		if records {
+			fmt.Fprintf(w, " %5.0f%% %5.0f%%", 100*r.Records.PSAQ, 100*r.Records.USAQ)
+		}
+		fmt.Fprintln(w)
 	}
 	for _, r := range rows {
 		if r.Unexecuted > 0 {

@@ -27,21 +27,30 @@ import (
 //
 //	id           required; letters, digits, '.', '_' and '-', unique in the file
 //	question     required; the question the model is asked
-//	answer_type  required; integer, number, string, set or list (see datasets.AnswerType)
+//	answer_type  required; integer, number, string, set, list or record
+//	             (see datasets.AnswerType)
 //	gold         the answer, as JSON: a whole number (integer), a number,
-//	             a string, or an array of strings or numbers (set, list)
+//	             a string, an array of strings or numbers (set, list), or an
+//	             object of named parts, each a number, a string or a
+//	             boolean (record: {"mean": 3.25, "kind": "normal"})
 //	gold_code    instead of gold: code run in a fresh kernel over the prefix
-//	             that ends by calling ANSWER(value); value is the gold
+//	             that ends by calling ANSWER(value); value is the gold (a
+//	             dict for a record)
 //	solution     optional: code, written against the --prefix, that ends
 //	             with ANSWER(...); what the built-in reference model plays
 //	accept       optional: an array of other answers that count as right,
 //	             each written as gold is (an id for a name: "accept": ["T30"])
-//	tolerance    optional, number only: how far an answer may be from the
-//	             gold, relative (0.01 is 1%); default 1e-6. For a gold of
-//	             exactly 0 it is absolute.
-//	decimals     optional, number only: the question asks for the answer
-//	             rounded to this many decimals (1 to 15) and the gold is so
-//	             rounded: an answer one unit of the last decimal away is right
+//	tolerance    optional, number or record only: how far an answer may be
+//	             from the gold, relative (0.01 is 1%); default 1e-6. For a
+//	             gold of exactly 0 it is absolute. For a record, a number
+//	             (every numeric part) or an object by part ({"mean": 0.01})
+//	decimals     optional, number or record only: the question asks for the
+//	             answer rounded to this many decimals (1 to 15) and the gold
+//	             is so rounded: an answer one unit of the last decimal away
+//	             is right. For a record, a number or an object by part
+//	meta         optional: an object of free metadata kept with the task
+//	             ({"level": "hard", "concepts": ["Correlation Analysis"]}),
+//	             which report --by groups results by
 //
 // A task has gold or gold_code, never both. For example:
 //
@@ -62,9 +71,15 @@ type UserTask struct {
 	// Accept are the other answers that count, each converted as Gold is
 	// (see datasets.Task.Accept).
 	Accept []any `json:"accept,omitempty"`
-	// Tolerance and Decimals are datasets.Task's, for a number task.
-	Tolerance float64 `json:"tolerance,omitempty"`
-	Decimals  int     `json:"decimals,omitempty"`
+	// Tolerance and Decimals are datasets.Task's, for a number or record
+	// task; PartTolerance and PartDecimals a record's by part (a file's
+	// "tolerance" and "decimals" as objects).
+	Tolerance     float64            `json:"tolerance,omitempty"`
+	Decimals      int                `json:"decimals,omitempty"`
+	PartTolerance map[string]float64 `json:"-"`
+	PartDecimals  map[string]int     `json:"-"`
+	// Meta is the task's free metadata (datasets.Task.Meta).
+	Meta map[string]any `json:"meta,omitempty"`
 	// Line is the task's line in the file, 1-based.
 	Line int `json:"-"`
 }
@@ -109,10 +124,10 @@ func problemList(path string, problems []TaskProblem) string {
 }
 
 // taskFields are the fields of a task line, in the order the docs give them.
-var taskFields = []string{"id", "question", "answer_type", "gold", "gold_code", "solution", "accept", "tolerance", "decimals"}
+var taskFields = []string{"id", "question", "answer_type", "gold", "gold_code", "solution", "accept", "tolerance", "decimals", "meta"}
 
 // answerTypes are the answer types a task may have.
-var answerTypes = []datasets.AnswerType{datasets.Integer, datasets.Number, datasets.String, datasets.Set, datasets.List}
+var answerTypes = []datasets.AnswerType{datasets.Integer, datasets.Number, datasets.String, datasets.Set, datasets.List, datasets.Record}
 
 // taskLine is a task line as decoded, before it is checked.
 type taskLine struct {
@@ -125,6 +140,7 @@ type taskLine struct {
 	Accept     json.RawMessage `json:"accept"`
 	Tolerance  json.RawMessage `json:"tolerance"`
 	Decimals   json.RawMessage `json:"decimals"`
+	Meta       json.RawMessage `json:"meta"`
 }
 
 const taskLineExample = `{"id": "q1", "question": "How many ...?", "answer_type": "integer", "gold": 42}`
@@ -314,6 +330,7 @@ func parseTaskLine(line []byte) (UserTask, []string) {
 	if typeOK {
 		msgs = append(msgs, parseGrading(&t, tl)...)
 	}
+	msgs = append(msgs, parseMeta(&t, tl.Meta)...)
 	return t, msgs
 }
 
@@ -342,17 +359,19 @@ func parseGrading(t *UserTask, tl taskLine) []string {
 		}
 	}
 	numberOnly := func(field string) string {
-		return fmt.Sprintf("%s is for answer_type number, not %s: leave it out", field, t.AnswerType)
+		return fmt.Sprintf("%s is for answer_type number or record, not %s: leave it out", field, t.AnswerType)
 	}
 	if present(tl.Tolerance) {
 		var f float64
 		switch {
-		case t.AnswerType != datasets.Number:
+		case t.AnswerType == datasets.Record && isJSONObject(tl.Tolerance):
+			msgs = append(msgs, parsePartTolerance(t, tl.Tolerance)...)
+		case t.AnswerType != datasets.Number && t.AnswerType != datasets.Record:
 			msgs = append(msgs, numberOnly("tolerance"))
 		case json.Unmarshal(tl.Tolerance, &f) != nil:
-			msgs = append(msgs, fmt.Sprintf("tolerance is %s, not a number: give the relative tolerance, such as 0.001 for 0.1%%", jsonKindOf(tl.Tolerance)))
-		case !(f > 0 && f < 1):
-			msgs = append(msgs, fmt.Sprintf("tolerance %v is out of range: give a relative tolerance above 0 and below 1, such as 0.001 for 0.1%%", f))
+			msgs = append(msgs, fmt.Sprintf("tolerance is %s, not a number: give the relative tolerance, such as 0.001 for 0.1%%%s", jsonKindOf(tl.Tolerance), byPartHint(t.AnswerType, `{"mean": 0.01}`)))
+		case toleranceOutOfRange(f) != "":
+			msgs = append(msgs, toleranceOutOfRange(f))
 		default:
 			t.Tolerance = f
 		}
@@ -360,12 +379,14 @@ func parseGrading(t *UserTask, tl taskLine) []string {
 	if present(tl.Decimals) {
 		var n int
 		switch {
-		case t.AnswerType != datasets.Number:
+		case t.AnswerType == datasets.Record && isJSONObject(tl.Decimals):
+			msgs = append(msgs, parsePartDecimals(t, tl.Decimals)...)
+		case t.AnswerType != datasets.Number && t.AnswerType != datasets.Record:
 			msgs = append(msgs, numberOnly("decimals"))
 		case json.Unmarshal(tl.Decimals, &n) != nil:
-			msgs = append(msgs, fmt.Sprintf("decimals is %s, not a whole number: give how many decimals the question asks for, such as 2", jsonKindOf(tl.Decimals)))
-		case n < 1 || n > maxDecimals:
-			msgs = append(msgs, fmt.Sprintf("decimals %d is out of range: give how many decimals the question asks for, 1 to %d", n, maxDecimals))
+			msgs = append(msgs, fmt.Sprintf("decimals is %s, not a whole number: give how many decimals the question asks for, such as 2%s", jsonKindOf(tl.Decimals), byPartHint(t.AnswerType, `{"mean": 2}`)))
+		case decimalsOutOfRange(n) != "":
+			msgs = append(msgs, decimalsOutOfRange(n))
 		default:
 			t.Decimals = n
 		}
@@ -471,6 +492,8 @@ func fitGold(typ datasets.AnswerType, v any) (gold any, why string) {
 			}
 		}
 		return out, ""
+	case datasets.Record:
+		return fitRecordGold(v)
 	}
 	return nil, fmt.Sprintf("not checked: unknown answer_type %q (expected one of %s)", typ, answerTypeList())
 }
@@ -626,7 +649,8 @@ func ResolveGolds(ctx context.Context, tr kernel.Transport, p *prefixes.Prefix, 
 // error means the kernel, not the task, is broken.
 func ResolveGold(ctx context.Context, k kernel.Kernel, p *prefixes.Prefix, t UserTask, opts kernel.ExecOptions) (datasets.Task, error) {
 	task := datasets.Task{ID: t.ID, Question: t.Question, AnswerType: t.AnswerType, Gold: t.Gold,
-		Accept: t.Accept, Tolerance: t.Tolerance, Decimals: t.Decimals}
+		Accept: t.Accept, Tolerance: t.Tolerance, Decimals: t.Decimals,
+		PartTolerance: t.PartTolerance, PartDecimals: t.PartDecimals, Meta: t.Meta}
 	if t.GoldCode == "" {
 		if t.Gold == nil {
 			return datasets.Task{}, &GoldError{Task: t.ID, Line: t.Line, Msg: `has neither gold nor gold_code: give the answer as "gold", or code that ends with ANSWER(value) as "gold_code"`}
@@ -670,6 +694,9 @@ func ResolveGold(ctx context.Context, k kernel.Kernel, p *prefixes.Prefix, t Use
 	gold, why := fitGold(t.AnswerType, v)
 	if why != "" {
 		return datasets.Task{}, gerr("gold_code answered %s", why)
+	}
+	if why := partsFitGold(t, gold); why != "" {
+		return datasets.Task{}, gerr("gold_code answered a record whose parts do not fit the task: %s", why)
 	}
 	task.Gold = gold
 	return task, nil

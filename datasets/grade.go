@@ -48,6 +48,8 @@ import (
 //     missing one, so [a, a, b] equals {a, b} and [a, a] does not.
 //   - List: in order, of the same length. A Python set is not a list (it
 //     has no order).
+//   - Record: part by part, each by the rules of its kind; right when every
+//     part of the gold is (see Assess, which says how each part went).
 //
 // Elements of sets and lists, and String answers, are compared as trimmed,
 // case-folded text; a decimal number is canonicalised first, so 3, 3.0,
@@ -66,6 +68,10 @@ import (
 // says so. Golds that went through JSON (float64 for an integer, []any for a
 // set) are accepted.
 func Grade(t Task, answer string) (correct bool, reason string) {
+	if t.AnswerType == Record {
+		a := Assess(t, answer)
+		return a.Correct, a.Reason
+	}
 	text := cleanAnswer(answer)
 	correct, reason = gradeAgainst(t, t.Gold, text)
 	if correct || len(t.Accept) == 0 || strings.HasPrefix(reason, "cannot grade") {
@@ -104,7 +110,7 @@ func gradeAgainst(t Task, gold any, text string) (bool, string) {
 			return gradeCollection(t.AnswerType, gold, text)
 		}
 	default:
-		return false, fmt.Sprintf("cannot grade task %s: unknown answer type %q (want integer, number, string, set or list)",
+		return false, fmt.Sprintf("cannot grade task %s: unknown answer type %q (want integer, number, string, set, list or record)",
 			t.ID, t.AnswerType)
 	}
 	return false, fmt.Sprintf("cannot grade task %s: gold %T does not fit answer type %q", t.ID, gold, t.AnswerType)
@@ -593,13 +599,14 @@ const (
 	kindString                   // text is the decoded contents
 	kindList                     // a list or tuple; items
 	kindSet                      // items
-	kindDict                     // items are its keys
+	kindDict                     // items are its keys, values their values
 )
 
 type answerValue struct {
-	kind  answerKind
-	text  string
-	items []answerValue
+	kind   answerKind
+	text   string
+	items  []answerValue
+	values []answerValue // a dict's, one for each of items
 }
 
 // maxLiteralDepth bounds the nesting of brackets the reader follows.
@@ -709,12 +716,19 @@ func (p *literalReader) seq() (answerValue, bool) {
 		}
 		p.space()
 		if open == '{' && p.peek() == ':' {
+			if len(v.items) > len(v.values) { // {a, b: c} is neither a set nor a dict
+				return v, false
+			}
 			p.i++
-			if _, ok := p.value(); !ok {
+			val, ok := p.value()
+			if !ok {
 				return v, false
 			}
 			v.kind = kindDict
+			v.values = append(v.values, val)
 			p.space()
+		} else if v.kind == kindDict {
+			return v, false // {a: b, c}
 		}
 		v.items = append(v.items, item)
 		if trailing = p.peek() == ','; trailing {

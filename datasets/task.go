@@ -10,6 +10,7 @@ const (
 	String  AnswerType = "string"  // trimmed and case-folded
 	Set     AnswerType = "set"     // of strings, in any order
 	List    AnswerType = "list"    // of strings, in order
+	Record  AnswerType = "record"  // named parts, each a number, string or boolean, graded part by part
 )
 
 // Task is one graded question about a dataset.
@@ -20,7 +21,8 @@ type Task struct {
 	Params     map[string]any `json:"params"` // the ids and values the question uses
 	AnswerType AnswerType     `json:"answer_type"`
 	// Gold is the answer: an int (Integer), a float64 (Number), a string
-	// (String) or a []string (Set, List).
+	// (String), a []string (Set, List) or a map[string]any of parts, each a
+	// float64, a string or a bool (Record).
 	Gold any `json:"gold"`
 	// Accept lists other answers that count as right, each in Gold's
 	// type: another form of the same answer, such as an id for a name.
@@ -36,6 +38,16 @@ type Task struct {
 	// gold's rounding and the reader's may differ by one unit; a more
 	// precise answer is within half a unit).
 	Decimals int `json:"decimals,omitempty"`
+	// PartTolerance and PartDecimals are a Record's Tolerance and Decimals
+	// by part, for its numeric parts; a part they do not name takes the
+	// task's. In JSON, "tolerance" and "decimals" are an object by part
+	// when these are set, a number otherwise.
+	PartTolerance map[string]float64 `json:"-"`
+	PartDecimals  map[string]int     `json:"-"`
+	// Meta is free metadata the task came with ({"level": "hard",
+	// "concepts": ["Correlation Analysis"]}): kept with it, used to group
+	// results (report --by).
+	Meta map[string]any `json:"meta,omitempty"`
 }
 
 // DefaultTolerance is the relative tolerance of a Number task that gives

@@ -866,7 +866,7 @@ var htmlFuncs = template.FuncMap{
 	},
 }
 
-var htmlTemplate = template.Must(template.Must(template.New("report.html").Funcs(htmlFuncs).Parse(htmlSource)).Parse(accCostSource))
+var htmlTemplate = template.Must(template.Must(template.New("report.html").Funcs(htmlFuncs).Funcs(recordFuncs).Parse(htmlSource)).Parse(accCostSource))
 
 const htmlSource = `<!doctype html>
 <html lang="en">
@@ -1056,6 +1056,36 @@ svg.acccost text,svg.acccost .tick,svg.acccost .axis-title{font-size:14px}
 {{- with poolWaitNote .Rep.Rows}}
 <p class="muted pool-wait">{{.}}</p>{{end}}
 </section>
+{{- if recordRows .Rep.Rows}}
+
+<section id="records">
+<h2>Answers by part</h2>
+<p class="lede">{{recordsMethod}}</p>
+<div class="scroll"><table class="records">
+<thead><tr>{{if .ManyRuns}}<th>run</th>{{end}}<th>model</th><th>condition</th><th>ABQ</th><th>PSAQ</th><th>USAQ</th><th class="n">parts right</th></tr></thead>
+<tbody>
+{{- $many := .ManyRuns}}
+{{- range $r := .Rep.Rows}}{{with .Records}}
+<tr>{{if $many}}<td class="n">{{inc $r.Run}}</td>{{end}}<td>{{$r.Model}}</td><td><b>{{$r.Condition}}</b></td><td>{{accuracy $r.Correct $r.Graded .ABQ}}</td><td>{{share .PSAQ $r.Graded}}</td><td>{{share .USAQ .Parts}}</td><td class="n">{{.PartsRight}}/{{.Parts}}</td></tr>
+{{- end}}{{end}}
+</tbody></table></div>
+</section>
+{{- end}}
+{{- with .Rep.By}}
+
+<section id="by">
+<h2>By {{.Field}}</h2>
+<p class="lede">{{byMethod .}}</p>
+{{- $recs := byRecords .}}{{$many := $.ManyRuns}}
+<div class="scroll"><table class="by">
+<thead><tr>{{if $many}}<th>run</th>{{end}}<th>{{.Field}}</th><th class="n">tasks</th><th>model</th><th>condition</th><th>accuracy</th>{{if $recs}}<th>PSAQ</th><th>USAQ</th>{{end}}</tr></thead>
+<tbody>
+{{- range $g := .Rows}}
+<tr>{{if $many}}<td class="n">{{inc .Run}}</td>{{end}}<td>{{.Value}}</td><td class="n">{{.Tasks}}</td><td>{{.Model}}</td><td><b>{{.Condition}}</b></td><td>{{accuracy .Correct .Graded .Accuracy}}</td>{{if $recs}}{{with .Records}}<td>{{share .PSAQ $g.Graded}}</td><td>{{share .USAQ .Parts}}</td>{{else}}<td></td><td></td>{{end}}{{end}}</tr>
+{{- end}}
+</tbody></table></div>
+</section>
+{{- end}}
 
 <section id="chart">
 <h2>The ladder chart</h2>

@@ -78,6 +78,7 @@ func Markdown(w io.Writer, rep *Report, runLinks ...string) error {
 	if n := poolWaitNote(rep.Rows); n != "" {
 		b.WriteString("\n" + n + "\n")
 	}
+	recordsMarkdown(&b, rep)
 
 	s := sectionTitles(rep)
 	if len(rep.Layers) > 0 {

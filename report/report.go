@@ -150,6 +150,9 @@ type Options struct {
 	// Notebooks links each trial's notebook (NotebookPath), which the
 	// caller writes with TrajectoryNotebook.
 	Notebooks bool
+	// By, when set, adds the results by the values of this field of the
+	// tasks' meta (Report.By).
+	By string
 }
 
 // NotebookPath is where the notebook of a trial's trajectory is kept,
@@ -177,6 +180,8 @@ type Report struct {
 	// runs only).
 	Pairs []Comparison `json:"pairs,omitempty"`
 	Notes []string     `json:"notes"`
+	// By are the results by a meta field of the tasks (Options.By).
+	By *Breakdown `json:"by,omitempty"`
 }
 
 // RunInfo describes a run of the report.
@@ -224,6 +229,9 @@ type Row struct {
 	PoolWaitMS *Dist  `json:"pool_wait_ms,omitempty"`
 	Estimated  bool   `json:"estimated"`
 	Money      *Money `json:"money,omitempty"`
+	// Records are the scores by part of a run with record tasks
+	// (bench.HasRecords); nil for any other run.
+	Records *RecordScores `json:"records,omitempty"`
 }
 
 // Sources counts the graded trials by where their answer came from.
@@ -370,6 +378,13 @@ func Build(runs []*Run, opts Options) (*Report, error) {
 		rep.SecondTasks = taskRows(runs[1], false)
 		rep.Pairs, rep.Notes = pairRuns(runs[0], runs[1], rng, rep.Notes)
 	}
+	if opts.By != "" {
+		by, err := breakdown(runs, opts.By)
+		if err != nil {
+			return nil, err
+		}
+		rep.By = by
+	}
 	return rep, nil
 }
 
@@ -482,6 +497,9 @@ func buildRow(run int, r *Run, s bench.Row, prices map[string]Price) Row {
 	row.Reasoning = Describe(reasoning, groups, rng, Resamples)
 	row.WallMS = Describe(wall, groups, rng, Resamples)
 	row.Accuracy = TaskAccuracy(correct, groups, rng, Resamples)
+	if s.Records != nil {
+		row.Records = recordScores(s.Results, groups, row.Accuracy)
+	}
 	if waited { // from a generator of its own: the figures above stay as they were
 		d := Describe(poolWait, groups, NewRand(Seed), Resamples)
 		row.PoolWaitMS = &d

@@ -191,6 +191,21 @@ func TaskAccuracy(correct []bool, groups []int, rng *rand.Rand, resamples int) I
 			values[i] = 1
 		}
 	}
+	return TaskShare(values, groups, rng, resamples)
+}
+
+// TaskShare is TaskAccuracy of trials whose results are shares, values[i]
+// in [0, 1] (the share of a record's parts that are right), rather than
+// right or wrong: Est is their mean, the interval over tasks is the Wilson
+// interval of Est at the effective number of tasks n*, as TaskAccuracy's.
+// For 0/1 values it is TaskAccuracy, to the bit.
+func TaskShare(values []float64, groups []int, rng *rand.Rand, resamples int) Interval {
+	if len(values) != len(groups) {
+		panic("report: TaskShare needs one group per trial")
+	}
+	if len(values) == 0 {
+		return Interval{}
+	}
 	p := stat.Mean(values, nil)
 	draws, tasks := taskDraws(values, groups, rng, resamples)
 	iv := Interval{Est: p, Lo: p, Hi: p, Tasks: tasks}

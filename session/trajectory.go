@@ -250,6 +250,11 @@ type GradeEvent struct {
 	Literal  bool            `json:"literal,omitempty"`
 	Reason   string          `json:"reason,omitempty"`
 	Gold     json.RawMessage `json:"gold"`
+
+	// Parts and ExtraParts are a record answer's: each gold part's verdict
+	// (right, wrong, missing) and the parts the gold has not.
+	Parts      map[string]string `json:"parts,omitempty"`
+	ExtraParts []string          `json:"extra_parts,omitempty"`
 }
 
 // eventOf sets, for each kind, the field of an Event that holds it to a

@@ -23,6 +23,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	pricesFile := fs.String("prices", "", "model prices, a JSON file: {\"MODEL\": {\"input\": USD, \"cached_input\": USD, \"output\": USD}} per 1M tokens (cached_input defaults to input)")
 	force := fs.Bool("force", false, "overwrite the report's files and notebooks even when ctxcode did not write them or they were changed since")
 	notebooks := fs.Bool("notebooks", false, "also write each trial as a Jupyter notebook under RUNDIR/notebooks/ and link it from the Markdown and the HTML")
+	by := fs.String("by", "", "also break the results down by the values of this field of the tasks' meta")
 	if err := fs.parse(args, 2, "one or two run directories"); err != nil {
 		return err
 	}
@@ -30,7 +31,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("report: give the run directory: ctxcode report RUNDIR (written by ctxcode bench --out RUNDIR)")
 	}
 	var opts reports.Options
-	opts.Baseline, opts.Notebooks = *baseline, *notebooks
+	opts.Baseline, opts.Notebooks, opts.By = *baseline, *notebooks, *by
 	if *pricesFile != "" {
 		p, err := reports.ReadPrices(*pricesFile)
 		if err != nil {

@@ -107,6 +107,7 @@ func TestReportBadInputExitsTwo(t *testing.T) {
 		{"bad prices", []string{"report", run, "--prices", badPrices}, "expected a JSON object"},
 		{"misspelled price", []string{"report", run, "--prices", misspelled}, `model reference: unknown field "inptu" (the fields are input, cached_input, output`},
 		{"existing md", []string{"report", run, "--md", existing}, "--force"},
+		{"by a field no task has", []string{"report", run, "--by", "level"}, "--by level: the run's tasks have no meta"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runCLI(t, "", tc.args...)
