@@ -30,7 +30,12 @@ var recipe = struct {
 	Suite    string
 	Variant  string
 	Packages []string
-	Changes  []string
+	// Purge are packages removed after debootstrap, their dependents
+	// left as they are: Debian's scipy depends on pythran, an ahead-of-
+	// time compiler that pulls in gcc, g++ and the Boost headers (some
+	// 420 MB) which nothing in a kernel runs.
+	Purge   []string
+	Changes []string
 }{
 	Version: 2,
 	Suite:   "bookworm",
@@ -39,6 +44,11 @@ var recipe = struct {
 	// with pandas.
 	Packages: []string{"python3", "python3-ipython", "python3-pandas", "python3-scipy",
 		"python3-sklearn", "python3-statsmodels", "python3-matplotlib"},
+	Purge: []string{"python3-pythran", "libboost1.74-dev", "g++", "g++-12", "gcc", "gcc-12", "cpp", "cpp-12",
+		"libstdc++-12-dev", "libgcc-12-dev", "libc6-dev", "libpython3.11-dev", "libpython3-dev", "python3-dev",
+		"python3.11-dev", "libopenblas-dev", "libopenblas-pthread-dev", "libxsimd-dev", "binutils",
+		"binutils-common", "binutils-x86-64-linux-gnu", "libbinutils", "libgprofng0", "libctf0", "libctf-nobfd0",
+		"linux-libc-dev", "libexpat1-dev", "zlib1g-dev"},
 	Changes: []string{
 		"ENV LANG=C.UTF-8",
 		// matplotlib draws to files, never to a display; its cache and
@@ -130,6 +140,14 @@ func Build(ctx context.Context, cli *client.Client, opts BuildOptions) (built bo
 	cmd.WaitDelay = 30 * time.Second
 	if err := cmd.Run(); err != nil {
 		return false, fmt.Errorf("debootstrap from %s: %w (its output is above; check the mirror and the network)", mirror, err)
+	}
+	if len(recipe.Purge) > 0 {
+		fmt.Fprintf(progress, "dpkg --purge %s\n", strings.Join(recipe.Purge, " "))
+		purge := exec.CommandContext(ctx, "chroot", append([]string{root, "dpkg", "--purge", "--force-depends"}, recipe.Purge...)...)
+		purge.Stdout, purge.Stderr = progress, progress
+		if err := purge.Run(); err != nil {
+			return false, fmt.Errorf("remove the build tools from the image: %w (its output is above)", err)
+		}
 	}
 	for _, junk := range []string{"var/cache/apt/archives", "var/lib/apt/lists"} {
 		_ = clearDir(filepath.Join(root, junk))
