@@ -67,9 +67,14 @@ type Spec struct {
 	// alone can be graded and reported on.
 	TaskList []datasets.Task `json:"task_list"`
 	Data     DataInfo        `json:"data"`
-	Reps     int             `json:"reps"`
-	Budgets  Budgets         `json:"budgets"`
-	Sandbox  SandboxInfo     `json:"sandbox"`
+	// DataFolders are the data folders tasks of a task file bring ("data"
+	// on their lines), in the order of their first task, each with the
+	// prefixes written for it; Data is the run's --data (empty without
+	// one: every task brings its own).
+	DataFolders []FolderInfo `json:"data_folders,omitempty"`
+	Reps        int          `json:"reps"`
+	Budgets     Budgets      `json:"budgets"`
+	Sandbox     SandboxInfo  `json:"sandbox"`
 	// Runtime is what runs the cells; zero in a Spec given to Check means
 	// not known yet (it is once the sandbox is open).
 	Runtime RuntimeInfo `json:"runtime"`
@@ -848,6 +853,7 @@ func Diff(was, now Spec) []string {
 			len(was.TaskList), ha[:12], len(now.TaskList), hb[:12])
 	}
 	field("data", was.Data.SHA256, now.Data.SHA256)
+	diffs = append(diffs, diffFolders(was.DataFolders, now.DataFolders)...)
 	field("data follow_links (--follow-links)", was.Data.FollowLinks, now.Data.FollowLinks)
 	field("reps", was.Reps, now.Reps)
 	field("budgets", was.Budgets, now.Budgets)
