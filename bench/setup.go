@@ -773,6 +773,9 @@ func (s *Setup) Open(ctx context.Context, warn io.Writer) (_ *Log, cleanup func(
 	// The main data's transport; without main data, the first folder's,
 	// which says where the kernels run (Spec).
 	dir := s.DataDir
+	if dir == "" && len(s.folders) == 0 { // no task has data: each is a problem
+		return nil, cleanup, s.taskProblems(nil, "")
+	}
 	if dir == "" {
 		dir = s.folders[0].dir
 	}

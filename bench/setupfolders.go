@@ -57,7 +57,7 @@ func (s *Setup) findFolders() error {
 		f := byDir[ut.Data]
 		if f == nil {
 			name, err := filepath.Rel(base, ut.Data)
-			if err != nil || !filepath.IsLocal(name) {
+			if err != nil {
 				name = ut.Data
 			}
 			f = &ownFolder{dir: ut.Data, name: filepath.ToSlash(name), line: ut.Line}
