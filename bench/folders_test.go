@@ -56,7 +56,7 @@ func ownDataTasks(t *testing.T, dir string) string {
 // runOwnData prepares, opens and executes cfg, as ctxcode bench does.
 func runOwnData(t *testing.T, cfg bench.Config, warn *strings.Builder) (*bench.Setup, *bench.Outcome, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	s, err := bench.Prepare(cfg, warn)
 	if err != nil {
@@ -118,6 +118,9 @@ func testOwnData(t *testing.T, sb sandbox.OpenOptions, style string) {
 		Sandbox:      sb,
 		Version:      "test",
 	}
+	// The frames prefix imports the kernel image's whole stack (statsmodels,
+	// scikit-learn), which a loaded machine takes long over.
+	cfg.Agent.CellTimeout = 5 * time.Minute
 	var warn strings.Builder
 	s, out, err := runOwnData(t, cfg, &warn)
 	require.NoError(t, err, warn.String())
@@ -125,7 +128,10 @@ func testOwnData(t *testing.T, sb sandbox.OpenOptions, style string) {
 	assert.Equal(t, 15, out.Total, "3 tasks with a solution x 5 conditions")
 	assert.Equal(t, 15, out.Ran)
 	for _, tr := range out.Final {
-		assert.True(t, tr.Correct, "%s: %s %s %s", tr.Key, tr.Status, tr.Verdict, tr.GradeReason)
+		if !assert.True(t, tr.Correct, "%s: %s %s %s %s", tr.Key, tr.Status, tr.Verdict, tr.GradeReason, tr.Error) {
+			traj, _ := os.ReadFile(filepath.Join(cfg.Out, tr.Trajectory))
+			t.Logf("its trajectory:\n%s", traj)
+		}
 		assert.NotEqual(t, "slowest", tr.Task)
 	}
 
