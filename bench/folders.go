@@ -160,13 +160,16 @@ func storedPrefixes(dir string) map[string][2][]byte {
 	}
 	kept := map[string][2][]byte{}
 	for _, f := range old.DataFolders {
+		if !filepath.IsLocal(f.Prefix) || f.Control != "" && !filepath.IsLocal(f.Control) {
+			continue // not a file of the run directory's
+		}
 		p, err := os.ReadFile(filepath.Join(dir, f.Prefix))
-		if err != nil || sha256Hex(p) != f.PrefixSHA256 || !filepath.IsLocal(f.Prefix) {
+		if err != nil || sha256Hex(p) != f.PrefixSHA256 {
 			continue
 		}
 		var c []byte
 		if f.Control != "" {
-			if c, err = os.ReadFile(filepath.Join(dir, f.Control)); err != nil || sha256Hex(c) != f.ControlSHA256 || !filepath.IsLocal(f.Control) {
+			if c, err = os.ReadFile(filepath.Join(dir, f.Control)); err != nil || sha256Hex(c) != f.ControlSHA256 {
 				continue
 			}
 		}
