@@ -107,7 +107,10 @@ type ConditionInfo struct {
 	PrefixSHA256 string `json:"prefix_sha256,omitempty"`
 	// FirstRequest is the SHA-256 of the condition's first request with a
 	// placeholder question, as the agent renders it (Run.FirstRequestSHA256):
-	// its rules, its tools, the prefix's code or the skill document.
+	// its rules, its tools, the prefix's code or the skill document, over
+	// the main data, or, when every task brings its own, over the first
+	// task's folder (whose prefix Prefix then names; every folder's
+	// prefixes are pinned in Spec.DataFolders).
 	FirstRequest string `json:"first_request_sha256,omitempty"`
 	// Base is the built-in condition a variant (--conditions-file) is made
 	// from; empty for a built-in condition.

@@ -19,7 +19,17 @@ import (
 // both folders, a second run resumes with nothing to do, and one after a
 // table changed is refused (exit 2), naming its folder.
 func TestBenchTasksWithTheirOwnData(t *testing.T) {
-	requirePython(t)
+	for _, sb := range sandboxes(t) {
+		t.Run(sb, func(t *testing.T) {
+			if sb == "docker" {
+				requireDocker(t)
+			}
+			testBenchOwnData(t, sb)
+		})
+	}
+}
+
+func testBenchOwnData(t *testing.T, sb string) {
 	dir := t.TempDir()
 	write := func(rel, text string) {
 		path := filepath.Join(dir, rel)
@@ -35,7 +45,7 @@ func TestBenchTasksWithTheirOwnData(t *testing.T) {
 			` "solution": "import json\nANSWER(sum(json.loads(l)['kind'] == 'login' for l in open('data/events.jsonl') if l.strip()))"}`,
 	}, "\n")+"\n")
 	out := filepath.Join(dir, "run")
-	args := []string{"bench", "--sandbox", "local", "--model", "reference", "--tasks", filepath.Join(dir, "tasks.jsonl"),
+	args := []string{"bench", "--sandbox", sb, "--timeout", "5m", "--model", "reference", "--tasks", filepath.Join(dir, "tasks.jsonl"),
 		"--conditions", "A,B,B0,C,D", "--parallel", "2", "--out", out}
 
 	got := runCLI(t, "", args...)
@@ -51,7 +61,10 @@ func TestBenchTasksWithTheirOwnData(t *testing.T) {
 	require.Len(t, spec.DataFolders, 2)
 	assert.Equal(t, []string{"tables/a", "tables/b"}, []string{spec.DataFolders[0].Name, spec.DataFolders[1].Name})
 	for _, f := range spec.DataFolders {
-		assert.FileExists(t, filepath.Join(out, f.Prefix))
+		src, err := os.ReadFile(filepath.Join(out, f.Prefix))
+		require.NoError(t, err)
+		assert.Equal(t, sb == "docker", strings.Contains(string(src), "import pandas"),
+			"DataFrames in the kernel image, records on this host (no pandas): %s", src)
 		assert.FileExists(t, filepath.Join(out, f.Control))
 	}
 
