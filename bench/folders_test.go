@@ -195,6 +195,28 @@ func testOwnData(t *testing.T, sb sandbox.OpenOptions, style string) {
 	require.ErrorAs(t, err, &ie)
 	assert.Contains(t, ie.Error(), "data folder ../tables/b: sha256")
 	assert.NotContains(t, ie.Error(), "data folder ../tables/a")
+	if sb.Kind != sandbox.KindLocal {
+		return // the rest is the run folder's, the same in Docker
+	}
+
+	// --force starts again: the changed folder's old prefixes are gone
+	// with the old run, its new ones kept.
+	old := spec.DataFolders[1]
+	cfg.Mode = bench.Restart
+	_, out, err = runOwnData(t, cfg, &warn)
+	require.NoError(t, err, warn.String())
+	assert.Equal(t, 15, out.Ran)
+	b, err = os.ReadFile(filepath.Join(cfg.Out, bench.SpecFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &spec))
+	require.Len(t, spec.DataFolders, 2)
+	assert.NotEqual(t, old.SHA256, spec.DataFolders[1].SHA256)
+	assert.NoFileExists(t, filepath.Join(cfg.Out, old.Prefix))
+	assert.NoFileExists(t, filepath.Join(cfg.Out, old.Control))
+	for _, fi := range spec.DataFolders {
+		assert.FileExists(t, filepath.Join(cfg.Out, fi.Prefix))
+		assert.FileExists(t, filepath.Join(cfg.Out, fi.Control))
+	}
 }
 
 func sha(b []byte) string {
