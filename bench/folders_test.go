@@ -248,4 +248,12 @@ func TestPrepareTasksWithoutData(t *testing.T) {
 	_, err = bench.Prepare(cfg, &warn)
 	require.ErrorAs(t, err, &ie)
 	assert.Contains(t, ie.Error(), "there is no --data")
+
+	// --data that no task is over is refused, not ignored.
+	require.NoError(t, os.WriteFile(file, b, 0o644))
+	cfg.DataDir = filepath.Join(dir, "tables", "c")
+	require.NoError(t, os.MkdirAll(cfg.DataDir, 0o755))
+	_, err = bench.Prepare(cfg, &warn)
+	require.ErrorAs(t, err, &ie)
+	assert.Contains(t, ie.Error(), "so none is over --data: drop --data and --prefix")
 }

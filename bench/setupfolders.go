@@ -71,6 +71,9 @@ func (s *Setup) findFolders() error {
 		return inputErrorf("--data %s: every task of %s brings its own data folder (\"data\"), so none is over --data: drop --data and --prefix", s.DataDir, cfg.TaskFile)
 	}
 	for _, f := range s.folders {
+		if cfg.SeeData != nil {
+			cfg.SeeData(f.dir)
+		}
 		if outfile.Inside(cfg.Out, f.dir) {
 			return inputErrorf("--out %s is inside the data folder %s (%s:%d), which the kernels of its tasks read: put the run outside it", cfg.Out, f.name, cfg.TaskFile, f.line)
 		}
