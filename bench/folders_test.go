@@ -257,3 +257,26 @@ func TestPrepareTasksWithoutData(t *testing.T) {
 	require.ErrorAs(t, err, &ie)
 	assert.Contains(t, ie.Error(), "so none is over --data: drop --data and --prefix")
 }
+
+// TestReferenceNeedsASolution: when no task has a solution, the reference
+// model has nothing to play, and every task is a problem of the file, as
+// before tasks could be skipped.
+func TestReferenceNeedsASolution(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tasks.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(
+		`{"id": "a", "question": "How many stations?", "answer_type": "integer", "gold": 6}`+"\n"+
+			`{"id": "b", "question": "How many readings?", "answer_type": "integer", "gold": 36}`+"\n"), 0o644))
+	cfg := bench.Config{
+		Out: filepath.Join(dir, "run"), TaskFile: file, Conditions: "B", Models: []string{llm.ReferenceName}, Reps: 1,
+		DataDir: filepath.Join("..", "testdata", "usertasks", "data"), Prefix: filepath.Join("..", "testdata", "usertasks", "prefix.py"),
+		Agent: agent.DefaultConfig(), Sandbox: sandbox.OpenOptions{Kind: sandbox.KindLocal}, Version: "test",
+	}
+	var warn strings.Builder
+	_, _, err := runOwnData(t, cfg, &warn)
+	var ie *bench.InputError
+	require.ErrorAs(t, err, &ie)
+	assert.Contains(t, ie.Error(), file+":1: task a has no solution")
+	assert.Contains(t, ie.Error(), file+":2: task b has no solution")
+	assert.NotContains(t, warn.String(), "skipped")
+}
