@@ -39,11 +39,9 @@ type Condition struct {
 	Rules *string
 
 	// role is the prefix the condition starts from over a task's own data
-	// folder (Folder.Prefixes): none, the folder's prefix, or its control;
-	// named says a variant named its own prefix, which only the main data
-	// takes.
-	role  agent.PrefixRole
-	named bool
+	// folder (Folder.Prefixes): none, the folder's prefix, or its control
+	// (a variant that names its own prefix is refused with such folders).
+	role agent.PrefixRole
 }
 
 // Info is what run.json records of c.

@@ -361,19 +361,19 @@ func (s *Setup) find(warn io.Writer) (err error) {
 	}
 	var d *datasets.Dataset
 	var m *datasets.Manifest
-	err = datasets.ErrNotDataset
+	loadErr := datasets.ErrNotDataset // no main data: every task brings its own
 	if s.DataDir != "" {
-		d, m, err = datasets.Load(s.DataDir)
+		d, m, loadErr = datasets.Load(s.DataDir)
 	}
 	switch {
-	case err == nil:
+	case loadErr == nil:
 		s.Manifest = m
 		s.Source = TaskSource{Kind: "builtin", Tier: m.Tier, Seed: m.Seed}
-	case errors.Is(err, datasets.ErrNotDataset) && cfg.TaskFile != "":
-	case errors.Is(err, datasets.ErrNotDataset):
+	case errors.Is(loadErr, datasets.ErrNotDataset) && cfg.TaskFile != "":
+	case errors.Is(loadErr, datasets.ErrNotDataset):
 		return inputErrorf("--data %s is not a ctxcode data set, so it has no built-in tasks: make one with ctxcode data gen, or bring your tasks with --tasks FILE and --prefix P", s.DataDir)
 	default:
-		return dataError(err)
+		return dataError(loadErr)
 	}
 	if cfg.TaskFile != "" {
 		// A bad line is not reported yet: with the missing solutions and
@@ -494,7 +494,7 @@ func (s *Setup) addConditions() error {
 	hint := "write one whose cells repeat full expressions and name it NAME" + prefixes.NoBindSuffix +
 		" (ctxcode prefix init writes it beside NAME.py), name it with --control P0, or leave B0 out (--conditions A,B,D,C)"
 	run := s.Run
-	add := func(r agent.Rung, p *prefixes.Prefix, base string, named bool) error {
+	add := func(r agent.Rung, p *prefixes.Prefix, base string) error {
 		lang := kernel.Python // A runs in the Python kernel, for its shell op
 		if p != nil {
 			lang = p.Language
@@ -503,7 +503,7 @@ func (s *Setup) addConditions() error {
 			return inputErrorf("--conditions: %s runs in the %s kernel and %s in the %s kernel; run them in two runs", run.Conditions[0].Name, run.Language, r.Name, lang)
 		}
 		run.Language = lang
-		run.Conditions = append(run.Conditions, Condition{Name: r.Name, Protocol: r.Protocol, Prefix: p, Base: base, Rules: r.Rules, role: r.Prefix, named: named})
+		run.Conditions = append(run.Conditions, Condition{Name: r.Name, Protocol: r.Protocol, Prefix: p, Base: base, Rules: r.Rules, role: r.Prefix})
 		return nil
 	}
 	for _, r := range rungs {
@@ -511,7 +511,7 @@ func (s *Setup) addConditions() error {
 		if err != nil {
 			return err
 		}
-		if err := add(r, p, "", false); err != nil {
+		if err := add(r, p, ""); err != nil {
 			return err
 		}
 	}
@@ -528,7 +528,7 @@ func (s *Setup) addConditions() error {
 		} else if p, err = variantPrefix(cfg.ConditionsFile, v); err != nil {
 			return err
 		}
-		if err := add(r, p, v.Base, v.Prefix != ""); err != nil {
+		if err := add(r, p, v.Base); err != nil {
 			return err
 		}
 	}
