@@ -280,3 +280,21 @@ func TestReferenceNeedsASolution(t *testing.T) {
 	assert.Contains(t, ie.Error(), file+":2: task b has no solution")
 	assert.NotContains(t, warn.String(), "skipped")
 }
+
+// TestVariantPrefixWithOwnData: a variant that names its own prefix cannot
+// start over the tasks' own folders, whose prefixes prefix init writes.
+func TestVariantPrefixWithOwnData(t *testing.T) {
+	dir := t.TempDir()
+	file := ownDataTasks(t, dir)
+	variants := filepath.Join(dir, "variants.jsonl")
+	require.NoError(t, os.WriteFile(variants, []byte(`{"name": "B-pm", "base": "B", "prefix": "pm"}`+"\n"), 0o644))
+	cfg := bench.Config{
+		Out: filepath.Join(dir, "run"), TaskFile: file, Conditions: "B", ConditionsFile: variants, Models: []string{"m"}, Reps: 1,
+		OpenModel: func(string) (llm.Model, error) { return nil, nil },
+		Agent:     agent.DefaultConfig(), Sandbox: sandbox.OpenOptions{Kind: sandbox.KindDocker}, Version: "test",
+	}
+	_, err := bench.Prepare(cfg, &strings.Builder{})
+	var ie *bench.InputError
+	require.ErrorAs(t, err, &ie)
+	assert.Contains(t, ie.Error(), variants+":1: variant B-pm names prefix pm, and tasks of "+file+" bring their own data")
+}
