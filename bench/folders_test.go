@@ -140,6 +140,8 @@ func testOwnData(t *testing.T, sb sandbox.OpenOptions, style string) {
 	var spec bench.Spec
 	require.NoError(t, json.Unmarshal(b, &spec))
 	assert.Empty(t, spec.Data.Dir, "no --data")
+	require.Len(t, spec.Models, 1)
+	assert.Equal(t, []string{"slowest"}, spec.Models[0].SkipTasks)
 	require.Len(t, spec.DataFolders, 2)
 	assert.Equal(t, "../tables/a", spec.DataFolders[0].Name)
 	assert.Equal(t, []string{"units", "north"}, spec.DataFolders[0].Tasks, "tables/a/ is tables/a")

@@ -96,6 +96,10 @@ type ModelInfo struct {
 	// greedy); nil when they carry none (the reference model, or an OpenAI
 	// reasoning model, which takes only its provider's default).
 	Temperature *float32 `json:"temperature,omitempty"`
+	// SkipTasks are the tasks the model has no trial of (Model.Skip: the
+	// reference model's tasks without a solution), so that a report
+	// expects none.
+	SkipTasks []string `json:"skip_tasks,omitempty"`
 }
 
 // ConditionInfo names a condition of the run and the prefix it starts from.

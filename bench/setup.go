@@ -275,6 +275,11 @@ func Prepare(cfg Config, warn io.Writer) (*Setup, error) {
 		if name == llm.ReferenceName {
 			m.For = func(c Condition) (llm.Model, error) { return s.reference(c, cfg.Agent.Encoding) }
 			m.Skip = s.referenceSkips
+			for _, ut := range s.UserTasks {
+				if m.Skip[ut.ID] {
+					m.SkipTasks = append(m.SkipTasks, ut.ID)
+				}
+			}
 		} else {
 			m.BaseURL, m.Seed = cfg.BaseURL, cfg.SampleSeed
 			// Made now, so that a model that cannot be made (no key, a bad
