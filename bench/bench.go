@@ -37,6 +37,11 @@ type Condition struct {
 	// Rules, when not nil, replaces the rules text of the condition's first
 	// message ("" for none): a variant's (agent.Config.Rules).
 	Rules *string
+
+	// role is the prefix the condition starts from over a task's own data
+	// folder (Folder.Prefixes): none, the folder's prefix, or its control
+	// (a variant that names its own prefix is refused with such folders).
+	role agent.PrefixRole
 }
 
 // Info is what run.json records of c.
@@ -58,6 +63,9 @@ type Model struct {
 	// condition before the first trial; the model it returns is used by
 	// several trials at once.
 	For func(c Condition) (llm.Model, error)
+	// Skip are the tasks, by id, the model has no trial of: the reference
+	// model's tasks without a solution.
+	Skip map[string]bool
 }
 
 // FatalError is a failure that every later trial would meet too (an API
@@ -89,10 +97,16 @@ type Run struct {
 	// DataDir is the host folder the kernels show as data/: condition A's
 	// read tool serves it and its skill document describes it, with links
 	// out of it followed as Spec.Data.FollowLinks says (and the Transport
-	// must show them so).
+	// must show them so). "" when every task brings its own (TaskData).
 	DataDir string
 	// Transport starts the kernels, with DataDir shown to them.
 	Transport kernel.Transport
+	// Folders are the data folders tasks bring of their own (a task
+	// file's "data"), in the order of their first task, and TaskData the
+	// folder of each such task, by id; every other task is over DataDir,
+	// starting from the Conditions' prefixes.
+	Folders  []*Folder
+	TaskData map[string]*Folder
 	// Language is the kernels' language (Python for A).
 	Language kernel.Language
 	Agent    agent.Config
@@ -102,7 +116,7 @@ type Run struct {
 	// Warn hears of warnings (nil: discarded), one line at a time.
 	Warn io.Writer
 
-	skill skillCache // condition A's skill document (skillDocument)
+	mainFolder *Folder // DataDir, Transport and the Conditions' prefixes (main)
 }
 
 // work is one trial to run.
@@ -112,6 +126,7 @@ type work struct {
 	cond  int // index in Run.Conditions
 	task  *datasets.Task
 	pool  *poolRef
+	data  *Folder
 }
 
 // Outcome is what a run did.
@@ -136,11 +151,14 @@ func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
 	if err != nil {
 		return nil, &FatalError{err}
 	}
-	skill := ""
-	for _, c := range r.Conditions {
-		if c.Prefix == nil && skill == "" {
-			if skill, err = r.skillDocument(r.Spec.Data.FollowLinks); err != nil {
-				return nil, fmt.Errorf("condition A's skill document: %w", err)
+	r.syncMain()
+	if r.DataDir != "" {
+		for _, c := range r.Conditions {
+			if c.Prefix == nil { // made now, so that a folder it cannot read stops the run before it starts
+				if _, err = r.main().skillDocument(r.Spec.Data.FollowLinks); err != nil {
+					return nil, fmt.Errorf("condition A's skill document: %w", err)
+				}
+				break
 			}
 		}
 	}
@@ -156,11 +174,16 @@ func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	parallel := max(r.Parallel, 1)
-	refs := map[*poolRef]bool{}
+	refs, folders := map[*poolRef]bool{}, map[*Folder]bool{}
 	for _, w := range todo {
-		refs[w.pool] = true
+		refs[w.pool], folders[w.data] = true, true
 	}
 	s := &scheduler{run: r, todo: todo, parallel: parallel, npools: len(refs), pools: map[*poolRef]bool{}}
+	if len(folders) > 1 {
+		// Many small pools: the kernels they build ahead are parallel's
+		// in all, not each pool's two.
+		s.budget = parallel
+	}
 	var closing sync.WaitGroup // kernels being closed after their trial
 	defer closing.Wait()
 	defer s.closeAll()
@@ -174,7 +197,7 @@ func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
 				if !ok {
 					return
 				}
-				t, err := r.trial(ctx, s, w, models[w.model][w.cond], skill, l, &closing)
+				t, err := r.trial(ctx, s, w, models[w.model][w.cond], l, &closing)
 				if t.Task != "" { // a trial that ended, even one that stops the run
 					if aerr := l.Append(t); aerr != nil {
 						cancel(&FatalError{aerr})
@@ -220,25 +243,31 @@ func (r *Run) models() ([][]llm.Model, error) {
 }
 
 // plan lists the trials still to run, in the run's order (Order, drawn
-// from Spec.OrderSeed), each with the pool of the prefix it starts from.
-// It stops with ctx's error when ctx ends (Ctrl-C).
+// from Spec.OrderSeed), each with its data folder and the pool of the
+// prefix it starts from there. It stops with ctx's error when ctx ends
+// (Ctrl-C).
+//
+// A pool is of one (folder, prefix), and of one stretch of the order in
+// which its trials come close together: when the next trial of a (folder,
+// prefix) comes later than every (model, condition) of two tasks and
+// parallel more trials would take, the pool is closed after its last
+// trial and another opened when the next comes near. In a run of one
+// folder every condition is asked of every task, so there is one pool per
+// prefix, as there always was; in a run of many folders (a table per
+// task) a folder's pools live while its tasks run, not until its last
+// rep.
 func (r *Run) plan(ctx context.Context, l *Log) (todo []work, total int, _ error) {
-	var refs []*poolRef
-	refOf := map[string]*poolRef{}
-	condRef := make([]*poolRef, len(r.Conditions))
-	for i, c := range r.Conditions {
-		id := ""
-		if c.Prefix != nil {
-			id = c.Prefix.Name + "\x00" + c.Prefix.Hash()
-		}
-		ref := refOf[id]
-		if ref == nil {
-			ref = &poolRef{prefix: c.Prefix}
-			refOf[id] = ref
-			refs = append(refs, ref)
-		}
-		condRef[i] = ref
+	type poolKey struct {
+		f      *Folder
+		prefix string
 	}
+	type stretch struct {
+		ref  *poolRef
+		last int // the index in todo of its last trial so far
+	}
+	open := map[poolKey]*stretch{}
+	prefixID := map[*prefixes.Prefix]string{}
+	var refs []*poolRef
 	models, conds, tasks := map[string]int{}, map[string]int{}, map[string]int{}
 	var mnames, cnames, tids []string
 	for i, m := range r.Models {
@@ -253,18 +282,41 @@ func (r *Run) plan(ctx context.Context, l *Log) (todo []work, total int, _ error
 		tasks[t.ID] = i
 		tids = append(tids, t.ID)
 	}
+	gap := 2*len(r.Models)*len(r.Conditions) + max(r.Parallel, 1)
 	for i, k := range Order(r.Spec.OrderSeed, mnames, cnames, tids, r.Spec.Reps) {
 		if i%4096 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, 0, err
 			}
 		}
+		mi := models[k.Model]
+		if r.Models[mi].Skip[k.Task] {
+			continue
+		}
 		total++
 		if l.Done(k) {
 			continue
 		}
 		ci, ti := conds[k.Condition], tasks[k.Task]
-		todo = append(todo, work{key: k, model: models[k.Model], cond: ci, task: &r.Tasks[ti], pool: condRef[ci]})
+		f := r.folderOf(k.Task)
+		p := f.Prefixes[ci]
+		key := poolKey{f: f}
+		if p != nil {
+			id, ok := prefixID[p]
+			if !ok {
+				id = p.Name + "\x00" + p.Hash()
+				prefixID[p] = id
+			}
+			key.prefix = id
+		}
+		st := open[key]
+		if st == nil || len(todo)-st.last > gap {
+			st = &stretch{ref: &poolRef{prefix: p, data: f}}
+			open[key] = st
+			refs = append(refs, st.ref)
+		}
+		st.last = len(todo)
+		todo = append(todo, work{key: k, model: mi, cond: ci, task: &r.Tasks[ti], pool: st.ref, data: f})
 	}
 	for _, w := range todo {
 		w.pool.left++
@@ -275,13 +327,16 @@ func (r *Run) plan(ctx context.Context, l *Log) (todo []work, total int, _ error
 	return todo, total, nil
 }
 
-// poolRef is the pool of kernels of one prefix (nil: none), opened when
-// its first trial is near and closed when its last has a kernel.
+// poolRef is the pool of kernels of one prefix (nil: none) over one data
+// folder, opened when its first trial is near and closed when its last
+// has a kernel.
 type poolRef struct {
 	prefix *prefixes.Prefix
+	data   *Folder
 	pool   *sandbox.WarmPool[[]session.Cell]
 	left   int     // trials still to take a kernel from it
 	share  float64 // its part of the trials to run, from 0 to 1
+	size   int     // the kernels it keeps ready, once open
 }
 
 // scheduler hands out the trials in order and keeps the pools open that
@@ -293,8 +348,11 @@ type scheduler struct {
 	parallel int
 	npools   int               // the run's pools, open or not
 	pools    map[*poolRef]bool // the open ones
-	closing  sync.WaitGroup    // pools being closed
-	warnMu   sync.Mutex        // the workers warn one at a time
+	// budget, when above 0, bounds the kernels the open pools keep ready
+	// or build, all together (a run of many data folders).
+	budget  int
+	closing sync.WaitGroup // pools being closed
+	warnMu  sync.Mutex     // the workers warn one at a time
 }
 
 // warnf writes a warning line to the run's Warn.
@@ -316,18 +374,33 @@ func (s *scheduler) next(ctx context.Context) (work, bool) {
 	s.todo = s.todo[1:]
 	// Open the pools of the trials that will start soon: those the
 	// workers will take after this one.
-	s.open(w.pool)
+	s.open(w.pool, true)
 	for _, n := range s.todo[:min(len(s.todo), s.parallel)] {
-		s.open(n.pool)
+		s.open(n.pool, false)
 	}
 	return w, true
 }
 
-func (s *scheduler) open(ref *poolRef) {
+// open opens the pool of ref, unless it is open. Under a budget, a pool
+// opened ahead (not needed) gets what is left of it, and is not opened
+// when nothing is; one a trial needs now gets at least one kernel.
+func (s *scheduler) open(ref *poolRef, needed bool) {
 	if ref.pool != nil {
 		return
 	}
 	size := poolSize(s.parallel, s.npools, ref.share, ref.left)
+	if s.budget > 0 {
+		held := 0
+		for o := range s.pools {
+			held += min(o.size, o.left)
+		}
+		room := s.budget - held
+		if room < 1 && !needed {
+			return
+		}
+		size = max(1, min(size, room))
+	}
+	ref.size = size
 	var prepare sandbox.Prepare[[]session.Cell]
 	if p := ref.prefix; p != nil {
 		opts := kernel.ExecOptions{Timeout: s.run.Agent.CellTimeout}
@@ -337,7 +410,7 @@ func (s *scheduler) open(ref *poolRef) {
 	}
 	// As many kernels in all as the prefix's trials: none is started for
 	// nothing at the end.
-	ref.pool = sandbox.NewWarmPool(s.run.Language, s.run.Transport, size, ref.left, kernel.ClientOptions{}, prepare)
+	ref.pool = sandbox.NewWarmPool(s.run.Language, ref.data.Transport, size, ref.left, kernel.ClientOptions{}, prepare)
 	s.pools[ref] = true
 }
 
@@ -398,7 +471,7 @@ const acquireTries = 3
 // trial runs one trial and returns its line (an empty one when it did not
 // end). The error is for a run that must stop: ctx ended (the trial gets no
 // line), or a FatalError (with a line when the trial ended in it).
-func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, skill string, l *Log, closing *sync.WaitGroup) (Trial, error) {
+func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, l *Log, closing *sync.WaitGroup) (Trial, error) {
 	started := time.Now()
 	ctx = llm.WithLabel(ctx, "trial "+w.key.String()) // its retry lines say whose they are
 	cond := r.Conditions[w.cond]
@@ -439,11 +512,22 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 	if err != nil {
 		return Trial{}, &FatalError{fmt.Errorf("write a trajectory: %w", err)}
 	}
+	skill := ""
+	if w.data.Prefixes[w.cond] == nil {
+		if skill, err = w.data.skillDocument(r.Spec.Data.FollowLinks); err != nil {
+			_ = f.Close()
+			_ = os.Remove(path + tempSuffix)
+			return Trial{}, &FatalError{fmt.Errorf("condition %s's skill document of %s: %w", cond.Name, w.data.Dir, err)}
+		}
+	}
 	traj := agent.NewTrajectory(f)
-	sess, cfg := r.session(cond, skill, r.Spec.Data.FollowLinks)
+	sess, cfg := r.session(w.cond, w.data, skill, r.Spec.Data.FollowLinks)
 	sess.Kernel, sess.Cells, sess.Started = k, cells, ready
 	info := agent.Info{Condition: cond.Name, Model: r.Models[w.model].Name, BaseURL: r.Models[w.model].BaseURL, Task: w.task.ID,
-		Data: r.Spec.Data.Manifest, Question: w.task.Question}
+		Question: w.task.Question}
+	if w.data == r.main() {
+		info.Data = r.Spec.Data.Manifest
+	}
 	res, err := agent.Run(ctx, sess, model, cfg, info, traj, nil)
 	if ctx.Err() != nil {
 		_ = f.Close()

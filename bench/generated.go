@@ -129,7 +129,8 @@ func originOf(b []byte) Origin {
 // removeRun removes what the run in dir made, and nothing else: run.json
 // and trials.jsonl; the trajectories of its trials, those its lines name
 // and those named as its keys' (any attempt, whole or temporary, which a
-// run killed between writing one and its line leaves); and the report's
+// run killed between writing one and its line leaves); the prefixes its
+// run.json names in PrefixDir; and the report's
 // files while they are as ctxcode wrote them. old is the run's Spec, nil
 // when run.json does not read. It returns the files it left in the run's
 // folders (trajectories/, notebooks/, the report's): the user's, or
@@ -159,6 +160,9 @@ func removeRun(dir string, old *Spec) (kept []string, err error) {
 		if err := os.Remove(filepath.Join(trajs, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
+	}
+	if err := removePrefixes(dir, old); err != nil {
+		return nil, err
 	}
 	for _, name := range []string{SpecFile, SpecFile + tempSuffix, TrialsFile} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {

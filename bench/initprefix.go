@@ -18,20 +18,35 @@ import (
 // init skipped and what to know of the prefix. A folder init cannot write
 // a prefix for is an *InitError.
 func InitPrefix(ctx context.Context, dir string, opts sandbox.OpenOptions, warn io.Writer) (*prefixes.InitResult, error) {
+	style, err := prefixStyle(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return initPrefixStyle(dir, opts, style, warn)
+}
+
+// prefixStyle is the style InitPrefix writes for the kernels opts start:
+// frames where they have pandas, records elsewhere.
+func prefixStyle(ctx context.Context, opts sandbox.OpenOptions) (prefixes.Style, error) {
+	frames, err := sandbox.HasModule(ctx, opts, "pandas")
+	switch {
+	case err != nil:
+		return "", err
+	case frames:
+		return prefixes.StyleFrames, nil
+	}
+	return prefixes.StyleRecords, nil
+}
+
+// initPrefixStyle is InitPrefix with its style known (prefixStyle), for a
+// caller that writes the prefixes of many folders.
+func initPrefixStyle(dir string, opts sandbox.OpenOptions, style prefixes.Style, warn io.Writer) (*prefixes.InitResult, error) {
 	memory := int64(0) // a local kernel has no memory limit of ctxcode's
 	if opts.Kind != sandbox.KindLocal {
 		memory = sandbox.DefaultConfig().Memory
 		if opts.Docker != nil {
 			memory = opts.Docker.Memory
 		}
-	}
-	style := prefixes.StyleRecords
-	frames, err := sandbox.HasModule(ctx, opts, "pandas")
-	if err != nil {
-		return nil, err
-	}
-	if frames {
-		style = prefixes.StyleFrames
 	}
 	res, err := prefixes.InitWith(dir, prefixes.InitOptions{Lang: kernel.Python, Style: style, MemoryLimit: memory, FollowLinks: opts.FollowLinks})
 	res.WriteNotes(warn)

@@ -67,9 +67,14 @@ type Spec struct {
 	// alone can be graded and reported on.
 	TaskList []datasets.Task `json:"task_list"`
 	Data     DataInfo        `json:"data"`
-	Reps     int             `json:"reps"`
-	Budgets  Budgets         `json:"budgets"`
-	Sandbox  SandboxInfo     `json:"sandbox"`
+	// DataFolders are the data folders tasks of a task file bring ("data"
+	// on their lines), in the order of their first task, each with the
+	// prefixes written for it; Data is the run's --data (empty without
+	// one: every task brings its own).
+	DataFolders []FolderInfo `json:"data_folders,omitempty"`
+	Reps        int          `json:"reps"`
+	Budgets     Budgets      `json:"budgets"`
+	Sandbox     SandboxInfo  `json:"sandbox"`
 	// Runtime is what runs the cells; zero in a Spec given to Check means
 	// not known yet (it is once the sandbox is open).
 	Runtime RuntimeInfo `json:"runtime"`
@@ -91,6 +96,10 @@ type ModelInfo struct {
 	// greedy); nil when they carry none (the reference model, or an OpenAI
 	// reasoning model, which takes only its provider's default).
 	Temperature *float32 `json:"temperature,omitempty"`
+	// SkipTasks are the tasks the model has no trial of (Model.Skip: the
+	// reference model's tasks without a solution), so that a report
+	// expects none.
+	SkipTasks []string `json:"skip_tasks,omitempty"`
 }
 
 // ConditionInfo names a condition of the run and the prefix it starts from.
@@ -102,7 +111,10 @@ type ConditionInfo struct {
 	PrefixSHA256 string `json:"prefix_sha256,omitempty"`
 	// FirstRequest is the SHA-256 of the condition's first request with a
 	// placeholder question, as the agent renders it (Run.FirstRequestSHA256):
-	// its rules, its tools, the prefix's code or the skill document.
+	// its rules, its tools, the prefix's code or the skill document, over
+	// the main data, or, when every task brings its own, over the first
+	// task's folder (whose prefix Prefix then names; every folder's
+	// prefixes are pinned in Spec.DataFolders).
 	FirstRequest string `json:"first_request_sha256,omitempty"`
 	// Base is the built-in condition a variant (--conditions-file) is made
 	// from; empty for a built-in condition.
@@ -854,6 +866,7 @@ func Diff(was, now Spec) []string {
 			len(was.TaskList), ha[:12], len(now.TaskList), hb[:12])
 	}
 	field("data", was.Data.SHA256, now.Data.SHA256)
+	diffs = append(diffs, diffFolders(was.DataFolders, now.DataFolders)...)
 	field("data follow_links (--follow-links)", was.Data.FollowLinks, now.Data.FollowLinks)
 	field("reps", was.Reps, now.Reps)
 	field("budgets", was.Budgets, now.Budgets)

@@ -43,14 +43,16 @@ type Config struct {
 	Out  string
 	Mode OpenMode
 	// DataDir is the data folder: one made by datasets (its built-in
-	// tasks), or the data of TaskFile. "" is the built-in data of Tier
-	// (s, m or xl) and Seed, generated once into the cache folder
-	// (datasets.Cached).
+	// tasks), or the data of TaskFile's tasks that bring none of their
+	// own. "" is, without TaskFile, the built-in data of Tier (s, m or xl)
+	// and Seed, generated once into the cache folder (datasets.Cached);
+	// with TaskFile, that every task brings its own ("data").
 	DataDir string
 	Tier    string
 	Seed    int64
-	// TaskFile is a JSON-lines file of the user's tasks (ReadTasks) over
-	// DataDir and Prefix; "" for the data's built-in tasks.
+	// TaskFile is a JSON-lines file of the user's tasks (ReadTasks): over
+	// DataDir and Prefix, or over their own data folders, whose prefixes
+	// prefix init writes (InitPrefix); "" for the data's built-in tasks.
 	TaskFile string
 	// Prefix is the prefix of B, D and C, a built-in name or a file; ""
 	// for pm. Control is its control for B0 ("": prefixes.ControlOf).
@@ -143,13 +145,21 @@ type Setup struct {
 	// golds come from gold_code, empty until Open resolves them.
 	Tasks     []datasets.Task
 	UserTasks []UserTask       // with a task file, in its order: those of its good lines
-	Prefix    *prefixes.Prefix // Config.Prefix, or pm
+	Prefix    *prefixes.Prefix // Config.Prefix, or pm; nil when every task brings its own data
 	// OrderSeed is the run's; OrderSeedDrawn says it was drawn now.
 	OrderSeed      int64
 	OrderSeedDrawn bool
 
 	cfg      Config
 	problems []TaskProblem // of the task file, reported with gold_code's (taskProblems)
+	// folders are the data folders the task file's tasks bring, in the
+	// order of their first task; ownFolder their folder, by task id.
+	folders    []*ownFolder
+	ownFolder  map[string]*ownFolder
+	transports *transportSet // the kernels' transports, by data folder (Open)
+	// referenceSkips are the tasks without a solution, which the
+	// reference model has no trial of (when some task has one).
+	referenceSkips map[string]bool
 }
 
 // Check refuses, before anything is read, a Config that cannot be a run:
@@ -169,8 +179,11 @@ func (c Config) Check() error {
 		return inputErrorf("--parallel %d: give 1 or more (0: the default)", c.Parallel)
 	case c.Parallel > MaxParallel:
 		return inputErrorf("--parallel %d: at most %d trials at once, each with a kernel of up to --memory", c.Parallel, MaxParallel)
-	case c.TaskFile != "" && (c.DataDir == "" || c.Prefix == ""):
-		return inputErrorf("--tasks needs --data DIR (the folder the tasks ask about) and --prefix P (the prefix their gold_code and solutions are written against)")
+	case c.TaskFile != "" && c.DataDir != "" && c.Prefix == "":
+		return inputErrorf("--tasks needs --data DIR (the folder the tasks without their own \"data\" ask about) and --prefix P (the prefix their gold_code and solutions are written against)")
+	case c.TaskFile != "" && c.DataDir == "" && (c.Prefix != "" || c.Control != ""):
+		return inputErrorf("--prefix and --control name the prefixes of the tasks over --data, and there is no --data: give --data DIR too, or drop them " +
+			"(a task's own data folder starts from the prefix prefix init writes for it)")
 	case c.TaskFile != "" && c.PicksData:
 		return inputErrorf("--tasks brings its own tasks: drop --tier and --seed")
 	case c.DataDir != "" && c.PicksData:
@@ -196,7 +209,7 @@ func (c Config) Check() error {
 		// the earlier ones' lines and golds there.
 		return inputErrorf("--out %s is inside --data %s, which every kernel can read: put the run outside the data folder", c.Out, c.DataDir)
 	}
-	if c.TaskFile != "" {
+	if c.TaskFile != "" && c.DataDir != "" {
 		// The golds: a kernel that sees the file (inside the folder, by a
 		// link FollowLinks takes, or a hard link) reads them, and
 		// condition A's skill document would show a line of it.
@@ -261,6 +274,12 @@ func Prepare(cfg Config, warn io.Writer) (*Setup, error) {
 		m := Model{ModelInfo: ModelInfo{Name: name}}
 		if name == llm.ReferenceName {
 			m.For = func(c Condition) (llm.Model, error) { return s.reference(c, cfg.Agent.Encoding) }
+			m.Skip = s.referenceSkips
+			for _, ut := range s.UserTasks {
+				if m.Skip[ut.ID] {
+					m.SkipTasks = append(m.SkipTasks, ut.ID)
+				}
+			}
 		} else {
 			m.BaseURL, m.Seed = cfg.BaseURL, cfg.SampleSeed
 			// Made now, so that a model that cannot be made (no key, a bad
@@ -333,7 +352,7 @@ func (s *Setup) find(warn io.Writer) (err error) {
 			err = s.taskProblems(nil, err.Error())
 		}
 	}()
-	if s.DataDir == "" {
+	if s.DataDir == "" && cfg.TaskFile == "" {
 		tier, err := datasets.ParseTier(cfg.Tier)
 		if err != nil {
 			return inputErrorf("--tier: %v", err)
@@ -342,19 +361,24 @@ func (s *Setup) find(warn io.Writer) (err error) {
 			return err
 		}
 	}
-	if cfg.SeeData != nil {
+	if cfg.SeeData != nil && s.DataDir != "" {
 		cfg.SeeData(s.DataDir)
 	}
-	d, m, err := datasets.Load(s.DataDir)
+	var d *datasets.Dataset
+	var m *datasets.Manifest
+	loadErr := datasets.ErrNotDataset // no main data: every task brings its own
+	if s.DataDir != "" {
+		d, m, loadErr = datasets.Load(s.DataDir)
+	}
 	switch {
-	case err == nil:
+	case loadErr == nil:
 		s.Manifest = m
 		s.Source = TaskSource{Kind: "builtin", Tier: m.Tier, Seed: m.Seed}
-	case errors.Is(err, datasets.ErrNotDataset) && cfg.TaskFile != "":
-	case errors.Is(err, datasets.ErrNotDataset):
+	case errors.Is(loadErr, datasets.ErrNotDataset) && cfg.TaskFile != "":
+	case errors.Is(loadErr, datasets.ErrNotDataset):
 		return inputErrorf("--data %s is not a ctxcode data set, so it has no built-in tasks: make one with ctxcode data gen, or bring your tasks with --tasks FILE and --prefix P", s.DataDir)
 	default:
-		return dataError(err)
+		return dataError(loadErr)
 	}
 	if cfg.TaskFile != "" {
 		// A bad line is not reported yet: with the missing solutions and
@@ -384,29 +408,34 @@ func (s *Setup) find(warn io.Writer) (err error) {
 			return err
 		}
 	}
-	name := cfg.Prefix
-	if name == "" {
-		name = "pm"
-	}
-	if s.Prefix, err = prefixes.Load(name); err != nil {
-		if cfg.Prefix == "" {
+	if cfg.TaskFile != "" {
+		if err := s.findFolders(); err != nil {
 			return err
 		}
-		return inputErrorf("%v", err)
+	}
+	if s.DataDir != "" {
+		name := cfg.Prefix
+		if name == "" {
+			name = "pm"
+		}
+		if s.Prefix, err = prefixes.Load(name); err != nil {
+			if cfg.Prefix == "" {
+				return err
+			}
+			return inputErrorf("%v", err)
+		}
 	}
 	if err := s.addConditions(); err != nil {
 		return err
+	}
+	if len(s.folders) > 0 && s.Run.Language != kernel.Python {
+		return inputErrorf("--prefix %s is %s, and the tasks that bring their own data start from the Python prefixes prefix init writes: run them in a run of their own", s.Prefix.Name, s.Run.Language)
 	}
 	for _, name := range cfg.Models {
 		if name != llm.ReferenceName {
 			continue
 		}
-		for _, ut := range s.UserTasks {
-			if ut.Solution == "" {
-				s.problems = append(s.problems, TaskProblem{Line: ut.Line, Msg: fmt.Sprintf(
-					"task %s has no solution, which --model reference plays: add \"solution\" to it, or use a real model", ut.ID)})
-			}
-		}
+		s.skipReference(warn)
 		if s.Run.Language != kernel.Python {
 			return inputErrorf("--model reference plays Python solutions; prefix %s is %s", s.Prefix.Name, s.Run.Language)
 		}
@@ -460,7 +489,7 @@ func (s *Setup) addConditions() error {
 	for _, v := range variants {
 		needControl = needControl || v.Prefix == "" && v.Rung().Prefix == agent.PrefixControl
 	}
-	if needControl {
+	if needControl && s.Prefix != nil {
 		lp.Control, lp.ControlErr = ControlOf(s.Prefix, control)
 		var ie *InputError
 		if errors.As(lp.ControlErr, &ie) {
@@ -479,7 +508,7 @@ func (s *Setup) addConditions() error {
 			return inputErrorf("--conditions: %s runs in the %s kernel and %s in the %s kernel; run them in two runs", run.Conditions[0].Name, run.Language, r.Name, lang)
 		}
 		run.Language = lang
-		run.Conditions = append(run.Conditions, Condition{Name: r.Name, Protocol: r.Protocol, Prefix: p, Base: base, Rules: r.Rules})
+		run.Conditions = append(run.Conditions, Condition{Name: r.Name, Protocol: r.Protocol, Prefix: p, Base: base, Rules: r.Rules, role: r.Prefix})
 		return nil
 	}
 	for _, r := range rungs {
@@ -498,6 +527,9 @@ func (s *Setup) addConditions() error {
 			if p, err = lp.PrefixFor(r, fmt.Sprintf("%s:%d: variant", cfg.ConditionsFile, v.Line), hint); err != nil {
 				return err
 			}
+		} else if len(s.folders) > 0 {
+			return inputErrorf("%s:%d: variant %s names prefix %s, and tasks of %s bring their own data, whose prefixes prefix init writes: "+
+				"leave prefix out of the variant (it then starts from each folder's), or run those tasks apart", cfg.ConditionsFile, v.Line, v.Name, v.Prefix, cfg.TaskFile)
 		} else if p, err = variantPrefix(cfg.ConditionsFile, v); err != nil {
 			return err
 		}
@@ -579,28 +611,83 @@ func (s *Setup) NeedsGolds() bool {
 }
 
 // resolveGolds computes the gold of every user task that has gold_code,
-// each in a fresh kernel of tr over the prefix, and then refuses the task
-// file with every problem found in it: its bad lines, the missing
-// solutions, the gold_code that failed.
+// each in a fresh kernel over its data folder and that folder's prefix:
+// through tr over the main data, through the folder's transport over a
+// task's own. Then it refuses the task file with every problem found in
+// it: its bad lines, the missing solutions, the gold_code that failed.
 func (s *Setup) resolveGolds(ctx context.Context, tr kernel.Transport) error {
 	if s.UserTasks == nil || len(s.Tasks) > 0 { // built-in tasks, or resolved already
 		return nil
 	}
-	golds, problems, err := ResolveGolds(ctx, tr, s.Prefix, s.UserTasks, kernel.ExecOptions{Timeout: s.cfg.Agent.CellTimeout})
-	var be *prefixes.BuildError
-	switch {
-	case err != nil && ctx.Err() == nil && len(s.problems) > 0:
-		return s.taskProblems(nil, "(gold_code was not run: "+err.Error()+")")
-	case errors.As(err, &be):
-		return inputErrorf("%v", err) // the prefix's fault
-	case err != nil:
-		return err
+	opts := kernel.ExecOptions{Timeout: s.cfg.Agent.CellTimeout}
+	type group struct {
+		name   string // the data folder, for a prefix's error
+		tr     kernel.Transport
+		prefix *prefixes.Prefix
+		f      *ownFolder
+		tasks  []UserTask
+	}
+	main := &group{tr: tr, prefix: s.Prefix}
+	groups := []*group{main}
+	byFolder := map[*ownFolder]*group{}
+	for _, ut := range s.UserTasks {
+		g := main
+		if f := s.ownFolder[ut.ID]; f != nil {
+			if g = byFolder[f]; g == nil {
+				g = &group{name: f.name, prefix: f.prefix, f: f}
+				byFolder[f] = g
+				groups = append(groups, g)
+			}
+		}
+		g.tasks = append(g.tasks, ut)
+	}
+	gold := map[string]datasets.Task{}
+	var problems []TaskProblem
+	for _, g := range groups {
+		if len(g.tasks) == 0 {
+			continue
+		}
+		gtr := g.tr
+		if g.f != nil && slices.ContainsFunc(g.tasks, func(ut UserTask) bool { return ut.GoldCode != "" }) {
+			var err error
+			if gtr, err = s.transports.get(ctx, g.f.dir); err != nil {
+				return s.goldsNotRun(ctx, err)
+			}
+		}
+		golds, probs, err := ResolveGolds(ctx, gtr, g.prefix, g.tasks, opts)
+		var be *prefixes.BuildError
+		switch {
+		case err != nil && ctx.Err() == nil && len(s.problems) > 0:
+			return s.taskProblems(nil, "(gold_code was not run: "+err.Error()+")")
+		case errors.As(err, &be) && g.f != nil:
+			return inputErrorf("data %s (%s:%d): %v", g.name, s.cfg.TaskFile, g.f.line, err) // the written prefix's fault
+		case errors.As(err, &be):
+			return inputErrorf("%v", err) // the prefix's fault
+		case err != nil:
+			return err
+		}
+		problems = append(problems, probs...)
+		for _, t := range golds {
+			gold[t.ID] = t
+		}
 	}
 	if err := s.taskProblems(problems, ""); err != nil {
 		return err
 	}
-	s.Tasks = golds
+	s.Tasks = make([]datasets.Task, 0, len(s.UserTasks))
+	for _, ut := range s.UserTasks {
+		s.Tasks = append(s.Tasks, gold[ut.ID])
+	}
 	return nil
+}
+
+// goldsNotRun is the error of a sandbox that could not open for gold_code:
+// the task file's problems found so far come first.
+func (s *Setup) goldsNotRun(ctx context.Context, err error) error {
+	if perr := s.taskProblems(nil, "(gold_code was not run: "+err.Error()+")"); perr != nil && ctx.Err() == nil {
+		return perr
+	}
+	return err
 }
 
 // reference is the reference model for condition c.
@@ -608,9 +695,13 @@ func (s *Setup) reference(c Condition, enc session.Encoding) (llm.Model, error) 
 	if s.UserTasks == nil {
 		return BuiltinReference(s.Tasks, c.Prefix, enc)
 	}
-	solutions := map[string]string{}
-	for _, ut := range s.UserTasks {
-		solutions[ut.Question] = ut.Reference(c.Prefix, s.Prefix)
+	ci := slices.IndexFunc(s.Run.Conditions, func(o Condition) bool { return o.Name == c.Name })
+	if ci < 0 {
+		return nil, fmt.Errorf("condition %s is not one of the run's", c.Name)
+	}
+	solutions, err := s.userReference(ci, c)
+	if err != nil {
+		return nil, err
 	}
 	return llm.NewReference(solutions, enc), nil
 }
@@ -640,21 +731,41 @@ func BuiltinReference(tasks []datasets.Task, prefix *prefixes.Prefix, enc sessio
 }
 
 // Open makes the run ready to Execute and returns its log. It checks the
-// run folder before any kernel starts (whole when every gold is given,
-// else all but the comparison of configurations), opens the transport
-// (warnings to warn), computes the golds of gold_code, pins the Spec and
-// makes or resumes the run folder (Config.Mode; its warnings to Run.Warn).
-// A run folder that holds another run is an *InputError. The cleanup
-// function, never nil, closes the transport: call it after the log is
-// closed.
+// run folder before any kernel starts (whole when every gold is given and
+// every prefix known, else all but the comparison of configurations),
+// gives the tasks' own data folders their prefixes (those the run folder
+// kept, or written now), opens the transport of the main data (warnings
+// to warn; a task's own folder's opens when its first kernel starts),
+// computes the golds of gold_code, pins the Spec, makes or resumes the
+// run folder (Config.Mode; its warnings to Run.Warn) and keeps the
+// folders' prefixes in it. A run folder that holds another run is an
+// *InputError. The cleanup function, never nil, closes the transports:
+// call it after the log is closed.
 func (s *Setup) Open(ctx context.Context, warn io.Writer) (_ *Log, cleanup func(), _ error) {
-	cleanup = func() {}
 	cfg, run := s.cfg, s.Run
+	owarn := &onceWriter{w: warn} // every folder's sandbox says the same
+	s.transports = &transportSet{open: func(ctx context.Context, dir string) (kernel.Transport, func(), error) {
+		tr, cleanup, err := sandbox.Open(ctx, cfg.sandboxFor(run.Language, dir), owarn)
+		if ie := (*sandbox.InputError)(nil); errors.As(err, &ie) {
+			err = inputErrorf("%v", err)
+		}
+		return tr, cleanup, err
+	}}
+	cleanup = s.transports.close
+	if len(s.folders) > 0 {
+		if err := Check(cfg.Out, nil, cfg.Mode); err != nil {
+			return nil, cleanup, inputErrorf("--out %v", err)
+		}
+		if err := s.folderPrefixes(ctx, owarn); err != nil {
+			return nil, cleanup, err
+		}
+	}
 	var known *Spec
 	if !s.NeedsGolds() {
 		if err := s.resolveGolds(ctx, nil); err != nil { // no kernel: every gold is given
 			return nil, cleanup, err
 		}
+		run.Tasks = s.Tasks
 		spec, err := s.Spec(ctx, nil)
 		if err != nil {
 			return nil, cleanup, err
@@ -664,20 +775,26 @@ func (s *Setup) Open(ctx context.Context, warn io.Writer) (_ *Log, cleanup func(
 	if err := Check(cfg.Out, known, cfg.Mode); err != nil {
 		return nil, cleanup, inputErrorf("--out %v", err)
 	}
-	tr, cleanup, err := sandbox.Open(ctx, cfg.sandboxFor(run.Language, s.DataDir), warn)
-	if ie := (*sandbox.InputError)(nil); errors.As(err, &ie) {
-		err = inputErrorf("%v", err)
+	// The main data's transport; without main data, the first folder's,
+	// which says where the kernels run (Spec).
+	dir := s.DataDir
+	if dir == "" && len(s.folders) == 0 { // no task has data: each is a problem
+		return nil, cleanup, s.taskProblems(nil, "")
 	}
+	if dir == "" {
+		dir = s.folders[0].dir
+	}
+	tr, err := s.transports.get(ctx, dir)
 	if err != nil {
-		if perr := s.taskProblems(nil, "(gold_code was not run: "+err.Error()+")"); perr != nil && ctx.Err() == nil {
-			return nil, cleanup, perr // what was found of the task file comes first
-		}
-		return nil, cleanup, err
+		return nil, cleanup, s.goldsNotRun(ctx, err)
 	}
 	if err := s.resolveGolds(ctx, tr); err != nil {
 		return nil, cleanup, err
 	}
-	run.Transport, run.Tasks = tr, s.Tasks
+	if s.DataDir != "" {
+		run.Transport = tr
+	}
+	run.Tasks = s.Tasks
 	if run.Spec, err = s.Spec(ctx, tr); err != nil {
 		return nil, cleanup, err
 	}
@@ -686,7 +803,14 @@ func (s *Setup) Open(ctx context.Context, warn io.Writer) (_ *Log, cleanup func(
 	if errors.As(err, &ce) {
 		return nil, cleanup, inputErrorf("--out %v", err)
 	}
-	return log, cleanup, err
+	if err != nil {
+		return nil, cleanup, err
+	}
+	if err := keepPrefixes(cfg.Out, s.folders, s.needsControl()); err != nil {
+		_ = log.Close()
+		return nil, cleanup, fmt.Errorf("keep the data folders' prefixes in %s: %w", cfg.Out, err)
+	}
+	return log, cleanup, nil
 }
 
 // Spec is what run.json records of the run. Its kernels run through tr;
@@ -695,12 +819,13 @@ func (s *Setup) Open(ctx context.Context, warn io.Writer) (_ *Log, cleanup func(
 func (s *Setup) Spec(ctx context.Context, tr kernel.Transport) (Spec, error) {
 	cfg, run := s.cfg, s.Run
 	sp := Spec{
-		Version:  cfg.Version,
-		Tasks:    s.Source,
-		Reps:     cfg.Reps,
-		Budgets:  BudgetsOf(cfg.Agent),
-		Data:     DataInfo{Dir: s.DataDir, FollowLinks: cfg.FollowLinks},
-		Parallel: run.Parallel,
+		Version:     cfg.Version,
+		Tasks:       s.Source,
+		Reps:        cfg.Reps,
+		Budgets:     BudgetsOf(cfg.Agent),
+		Data:        DataInfo{Dir: s.DataDir, FollowLinks: cfg.FollowLinks},
+		DataFolders: s.folderInfos(),
+		Parallel:    run.Parallel,
 		// The order is not a result's: a resume under another seed is
 		// refused only when the seed is given (Config.OrderSeedSet).
 		OrderSeed: s.OrderSeed,
@@ -722,7 +847,7 @@ func (s *Setup) Spec(ctx context.Context, tr kernel.Transport) (Spec, error) {
 		b, _ := json.Marshal(s.Manifest)
 		h := sha256.Sum256(b)
 		sp.Data.SHA256 = hex.EncodeToString(h[:])
-	} else {
+	} else if s.DataDir != "" {
 		sp.Data.SHA256 = folderHash(s.DataDir, cfg.FollowLinks)
 	}
 	noIPython := cfg.Sandbox.NoIPython

@@ -103,7 +103,7 @@ func TestPrepareDrawsTheOrder(t *testing.T) {
 }
 
 // TestPrepareTaskFile: a task file over the example's data, with a bad
-// line and a task without a solution, is refused with both problems, in
+// line and a task whose data folder is not there, is refused with both problems, in
 // the file's order, before any kernel starts; a setup error after them
 // comes with them.
 func TestPrepareTaskFile(t *testing.T) {
@@ -112,7 +112,7 @@ func TestPrepareTaskFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte(strings.Join([]string{
 		`{"id": "rainy", "question": "How many readings recorded more than 5 mm of rain?", "answer_type": "integer", "gold": 11, "solution": "ANSWER(11)"}`,
 		`{"id": "broken", "question": `,
-		`{"id": "nosolution", "question": "What is the name of the station at the highest elevation?", "answer_type": "string", "gold": "Finse"}`,
+		`{"id": "elsewhere", "question": "What is the name of the station at the highest elevation?", "answer_type": "string", "gold": "Finse", "solution": "ANSWER('Finse')", "data": "missing"}`,
 	}, "\n")+"\n"), 0o644))
 	cfg := bench.Config{
 		Out:        filepath.Join(dir, "run"),
@@ -129,7 +129,7 @@ func TestPrepareTaskFile(t *testing.T) {
 	require.NoError(t, err, "the task file's problems are reported with gold_code's, at Open")
 	assert.Equal(t, "file", s.Source.Kind)
 	assert.Len(t, s.Source.SHA256, 64)
-	require.Len(t, s.UserTasks, 2, "the good lines")
+	require.Len(t, s.UserTasks, 1, "the good lines")
 	assert.False(t, s.NeedsGolds())
 
 	_, cleanup, err := s.Open(context.Background(), &strings.Builder{})
@@ -138,7 +138,7 @@ func TestPrepareTaskFile(t *testing.T) {
 	require.ErrorAs(t, err, &ie)
 	msg := ie.Error()
 	assert.Contains(t, msg, file)
-	bad, missing := strings.Index(msg, file+":2: not JSON"), strings.Index(msg, file+":3: task nosolution has no solution")
+	bad, missing := strings.Index(msg, file+":2: not JSON"), strings.Index(msg, file+`:3: data "missing": `)
 	assert.True(t, bad >= 0 && missing > bad, "both problems, in the file's order:\n%s", msg)
 	assert.NoDirExists(t, cfg.Out, "no run folder is made")
 

@@ -9,12 +9,14 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/ctxcode/ctxcode/datasets"
+	"github.com/ctxcode/ctxcode/internal/outfile"
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/prefixes"
 )
@@ -51,6 +53,10 @@ import (
 //	meta         optional: an object of free metadata kept with the task
 //	             ({"level": "hard", "concepts": ["Correlation Analysis"]}),
 //	             which report --by groups results by
+//	data         optional: the task's own data folder, relative to the task
+//	             file's folder (or absolute); without it the task is over
+//	             bench's --data. Its prefix is --prefix when it is --data,
+//	             else the one prefix init writes for it (see bench's Setup)
 //
 // A task has gold or gold_code, never both. For example:
 //
@@ -80,6 +86,10 @@ type UserTask struct {
 	PartDecimals  map[string]int     `json:"-"`
 	// Meta is the task's free metadata (datasets.Task.Meta).
 	Meta map[string]any `json:"meta,omitempty"`
+	// Data is the task's own data folder, a clean absolute path (the
+	// file's "data", resolved against the task file's folder); "" for a
+	// task over the run's --data.
+	Data string `json:"data,omitempty"`
 	// Line is the task's line in the file, 1-based.
 	Line int `json:"-"`
 }
@@ -124,7 +134,7 @@ func problemList(path string, problems []TaskProblem) string {
 }
 
 // taskFields are the fields of a task line, in the order the docs give them.
-var taskFields = []string{"id", "question", "answer_type", "gold", "gold_code", "solution", "accept", "tolerance", "decimals", "meta"}
+var taskFields = []string{"id", "question", "answer_type", "gold", "gold_code", "solution", "accept", "tolerance", "decimals", "meta", "data"}
 
 // answerTypes are the answer types a task may have.
 var answerTypes = []datasets.AnswerType{datasets.Integer, datasets.Number, datasets.String, datasets.Set, datasets.List, datasets.Record}
@@ -141,6 +151,7 @@ type taskLine struct {
 	Tolerance  json.RawMessage `json:"tolerance"`
 	Decimals   json.RawMessage `json:"decimals"`
 	Meta       json.RawMessage `json:"meta"`
+	Data       *string         `json:"data"`
 }
 
 const taskLineExample = `{"id": "q1", "question": "How many ...?", "answer_type": "integer", "gold": 42}`
@@ -180,6 +191,11 @@ func ReadTasks(path string) ([]UserTask, error) {
 			continue
 		}
 		t, msgs := parseTaskLine(line)
+		if len(msgs) == 0 {
+			if m := resolveTaskData(&t, filepath.Dir(path)); m != "" {
+				msgs = append(msgs, m)
+			}
+		}
 		for _, m := range msgs {
 			problems = append(problems, TaskProblem{Line: n, Msg: m})
 		}
@@ -262,7 +278,7 @@ func parseTaskLine(line []byte) (UserTask, []string) {
 		} else if len(unknown) > 1 {
 			msgs = append(msgs, fmt.Sprintf("unknown fields %s: the fields are %s", strings.Join(unknown, ", "), strings.Join(taskFields, ", ")))
 		}
-		for _, k := range []string{"id", "question", "answer_type", "gold_code", "solution"} {
+		for _, k := range []string{"id", "question", "answer_type", "gold_code", "solution", "data"} {
 			v, ok := fields[k]
 			if !ok || string(v) == "null" {
 				continue
@@ -331,7 +347,34 @@ func parseTaskLine(line []byte) (UserTask, []string) {
 		msgs = append(msgs, parseGrading(&t, tl)...)
 	}
 	msgs = append(msgs, parseMeta(&t, tl.Meta)...)
+	if tl.Data != nil && !badField["data"] {
+		if t.Data = *tl.Data; strings.TrimSpace(t.Data) == "" {
+			msgs = append(msgs, `data is empty: give the task's data folder, relative to the task file's folder, or leave "data" out (the task is then over --data)`)
+		}
+	}
 	return t, msgs
+}
+
+// resolveTaskData makes t's data folder a clean absolute path, relative to
+// base (the task file's folder), and says what is wrong when it is not a
+// folder ("" when it is).
+func resolveTaskData(t *UserTask, base string) string {
+	if t.Data == "" {
+		return ""
+	}
+	dir := t.Data
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(base, dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Sprintf("data %q: %v", clipTaskText(t.Data), err)
+	}
+	if err := outfile.CheckDataDir(abs); err != nil {
+		return fmt.Sprintf("data %q: %v (the folder is relative to the task file's)", clipTaskText(t.Data), outfile.UnwrapPath(err))
+	}
+	t.Data = abs
+	return ""
 }
 
 // maxDecimals bounds a task's decimals: a float64 holds about 15.
