@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -120,18 +119,16 @@ func TestImportDABenchFixture(t *testing.T) {
 func TestDABenchReadTasks(t *testing.T) {
 	_, out := importFixture(t)
 	tasks, err := ReadTasks(out)
-	var tfe *TaskFileError
-	if errors.As(err, &tfe) && (strings.Contains(err.Error(), `"record"`) || strings.Contains(err.Error(), `unknown field`)) {
-		// Issue 23: answer_type "record", meta and data are added to
-		// ReadTasks by other branches; the lead removes this skip at the
-		// merge, when ReadTasks takes them.
-		t.Skipf("ReadTasks does not read record tasks yet (issue 23 merge): %v", err)
-	}
 	require.NoError(t, err)
 	require.Len(t, tasks, 4)
 	assert.Equal(t, "dabench-3", tasks[3].ID)
 	assert.Equal(t, "record", string(tasks[3].AnswerType))
 	assert.NotEmpty(t, tasks[3].Solution)
+	for _, task := range tasks {
+		assert.DirExists(t, task.Data, "%s: its one table's folder", task.ID)
+		assert.NotEmpty(t, task.Meta["level"], task.ID)
+	}
+	assert.Equal(t, map[string]int{"mean_amount": 2, "median_items": 1}, tasks[0].PartDecimals)
 }
 
 func TestLabelValue(t *testing.T) {

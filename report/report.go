@@ -413,11 +413,13 @@ func (e *InputError) Error() string { return e.Msg }
 func runInfo(r *Run) RunInfo {
 	ri := RunInfo{Dir: r.Dir, Version: r.Spec.Version, Created: r.Spec.Created.UTC().Format("2006-01-02 15:04 UTC"),
 		Tasks: len(r.Spec.TaskList), Reps: r.Spec.Reps, Keys: len(r.Final), Lines: r.Lines}
+	ri.Conditions = conditionNames(r)
 	for _, m := range r.Spec.Models {
 		ri.Models = append(ri.Models, m.Name)
+		// A model has no trial of the tasks it skips (the reference model
+		// of a task without a solution).
+		ri.Expected += len(ri.Conditions) * (ri.Tasks - len(m.SkipTasks)) * ri.Reps
 	}
-	ri.Conditions = conditionNames(r)
-	ri.Expected = len(ri.Models) * len(ri.Conditions) * ri.Tasks * ri.Reps
 	ri.MinDetectable = minDetectable(ri.Tasks)
 	switch s := r.Spec.Tasks; s.Kind {
 	case "builtin":

@@ -43,6 +43,7 @@ func testBenchOwnData(t *testing.T, sb string) {
 			` "solution": "import csv\nANSWER(sum(int(r['units']) for r in csv.DictReader(open('data/sales.csv'))))"}`,
 		`{"id": "logins", "question": "How many logins are there?", "answer_type": "integer", "gold": 2, "data": "tables/b",` +
 			` "solution": "import json\nANSWER(sum(json.loads(l)['kind'] == 'login' for l in open('data/events.jsonl') if l.strip()))"}`,
+		`{"id": "kinds", "question": "How many kinds of event are there?", "answer_type": "integer", "gold": 2, "data": "tables/b"}`, // no solution
 	}, "\n")+"\n")
 	out := filepath.Join(dir, "run")
 	args := []string{"bench", "--sandbox", sb, "--timeout", "5m", "--model", "reference", "--tasks", filepath.Join(dir, "tasks.jsonl"),
@@ -53,7 +54,11 @@ func testBenchOwnData(t *testing.T, sb string) {
 	for _, c := range []string{"A", "B", "B0", "C", "D"} {
 		assert.Regexp(t, `(?m)^`+c+`\s+2/2\s+100%`, got.stdout, "condition %s", c)
 	}
+	assert.Contains(t, got.stderr, "reference: 1 of 3 tasks have no solution: skipped")
 	assert.Len(t, readTrials(t, out), 10)
+	rep := runCLI(t, "", "report", out)
+	require.Equal(t, exitOK, rep.code, rep.stderr)
+	assert.NotContains(t, rep.stderr, "have no line yet", "the skipped task is no missing trial")
 	b, err := os.ReadFile(filepath.Join(out, bench.SpecFile))
 	require.NoError(t, err)
 	var spec bench.Spec
