@@ -1401,23 +1401,7 @@ func pyLoadExpr(f *dataFile) string {
 	if f.envelope != "" {
 		load += "[" + pyString(f.envelope) + "]"
 	}
-	files := ""
-	if p := f.pattern; p != [2]string{} {
-		var conds []string
-		if p[0] != "" {
-			conds = append(conds, fmt.Sprintf("n.startswith(%s)", pyString(p[0])))
-		}
-		if p[1] != "" {
-			conds = append(conds, fmt.Sprintf("n.endswith(%s)", pyString(p[1])))
-		}
-		files = fmt.Sprintf("for n in sorted(os.listdir('data')) if %s", strings.Join(conds, " and "))
-	} else {
-		var ns []string
-		for _, m := range f.members {
-			ns = append(ns, pyString(m.name))
-		}
-		files = fmt.Sprintf("for n in [%s]", strings.Join(ns, ", "))
-	}
+	files := memberLoop(f)
 	return fmt.Sprintf("[{%s: n, **r} %s for r in %s]", pyRepr(f.source), files, load)
 }
 
@@ -1480,4 +1464,25 @@ func jsonKind(raw []byte) string {
 		return "int"
 	}
 	return "float"
+}
+
+// memberLoop is the Python for clause over the file names n of a group's
+// members: those the folder's listing matches by the group's pattern, or
+// the members named one by one.
+func memberLoop(f *dataFile) string {
+	if p := f.pattern; p != [2]string{} {
+		var conds []string
+		if p[0] != "" {
+			conds = append(conds, fmt.Sprintf("n.startswith(%s)", pyString(p[0])))
+		}
+		if p[1] != "" {
+			conds = append(conds, fmt.Sprintf("n.endswith(%s)", pyString(p[1])))
+		}
+		return fmt.Sprintf("for n in sorted(os.listdir('data')) if %s", strings.Join(conds, " and "))
+	}
+	var ns []string
+	for _, m := range f.members {
+		ns = append(ns, pyString(m.name))
+	}
+	return fmt.Sprintf("for n in [%s]", strings.Join(ns, ", "))
 }

@@ -621,23 +621,7 @@ func frameExpr(f *dataFile, pad string) string {
 	if f.members == nil {
 		return frameRead(f, pyString("data/"+f.name))
 	}
-	files := ""
-	if p := f.pattern; p != [2]string{} {
-		var conds []string
-		if p[0] != "" {
-			conds = append(conds, fmt.Sprintf("n.startswith(%s)", pyString(p[0])))
-		}
-		if p[1] != "" {
-			conds = append(conds, fmt.Sprintf("n.endswith(%s)", pyString(p[1])))
-		}
-		files = fmt.Sprintf("for n in sorted(os.listdir('data')) if %s", strings.Join(conds, " and "))
-	} else {
-		var ns []string
-		for _, m := range f.members {
-			ns = append(ns, pyString(m.name))
-		}
-		files = fmt.Sprintf("for n in [%s]", strings.Join(ns, ", "))
-	}
+	files := memberLoop(f)
 	return fmt.Sprintf("pd.concat([%s.assign(%s=n)\n%s           %s],\n%s          ignore_index=True)",
 		frameRead(f, "f'data/{n}'"), f.source, pad, files, pad)
 }
