@@ -40,7 +40,7 @@ func TestSecretBehindALinkNeverLeaves(t *testing.T) {
 	}
 
 	t.Run("prefix init", func(t *testing.T) {
-		got := runCLI(t, "", "prefix", "init", "--data", dir)
+		got := runCLI(t, "", "prefix", "init", "--data", dir, "--style", "records")
 		require.Equal(t, exitOK, got.code, got.stderr)
 		assert.Contains(t, got.stdout, `sales = load_csv("sales.csv")`)
 		assert.Contains(t, got.stdout, `alias = load_csv("alias.csv")`, "a link inside the folder is fine")
@@ -111,7 +111,7 @@ func TestFollowLinksTakesLinksOut(t *testing.T) {
 	dir, secret := datatest.Folder(t)
 	link := filepath.Join(dir, "creds.csv")
 
-	got := runCLI(t, "", "prefix", "init", "--data", dir, "--follow-links")
+	got := runCLI(t, "", "prefix", "init", "--data", dir, "--follow-links", "--style", "records")
 	require.Equal(t, exitOK, got.code, got.stderr)
 	assert.Contains(t, got.stdout, `creds = load_csv("creds.csv")`)
 	assert.Contains(t, got.stderr, "ctxcode: --follow-links: took "+link+", a link to "+secret+", outside the data folder")
@@ -164,7 +164,7 @@ func TestSpecialFilesNeverOpened(t *testing.T) {
 		}
 	}
 
-	got := runCLI(t, "", "prefix", "init", "--data", dir)
+	got := runCLI(t, "", "prefix", "init", "--data", dir, "--style", "records")
 	require.Equal(t, exitOK, got.code, got.stderr)
 	skipped(t, got.stderr)
 	for _, name := range []string{"pipe", "sock", "null", "zero"} {
