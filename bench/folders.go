@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 
@@ -318,22 +317,4 @@ func (o *onceWriter) Write(p []byte) (int, error) {
 			}
 		}
 	}
-}
-
-// folderLines lists lines as "1, 4 and 7", at most a few.
-func folderLines(lines []int) string {
-	sort.Ints(lines)
-	const most = 8
-	var s []string
-	for i, l := range lines {
-		if i == most {
-			s = append(s, fmt.Sprintf("%d more", len(lines)-most))
-			break
-		}
-		s = append(s, fmt.Sprint(l))
-	}
-	if len(s) == 1 {
-		return s[0]
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }

@@ -169,10 +169,6 @@ func accCostChart(rep *Report) htmlAccCost {
 // box is a rectangle in the plot's units.
 type box struct{ x0, y0, x1, y1 float64 }
 
-func (a box) overlaps(b box) bool {
-	return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1
-}
-
 // placeLabel puts a point's label in the first place around it (the four
 // corners, then one and two lines farther up or down) where it covers no
 // dot, error bar or other label and stays inside the plot's box; where

@@ -30,10 +30,6 @@ func checkOutput(cmd, path string, force bool) error {
 	return fileErr(cmd, ": ", outfile.CheckOutput(path, force))
 }
 
-func checkWritableDir(cmd, dir, target string) error {
-	return fileErr(cmd, ": ", outfile.CheckWritableDir(dir, target))
-}
-
 func checkDataDir(flag, dir string) error {
 	return fileErr(flag, " ", outfile.CheckDataDir(dir))
 }
@@ -48,5 +44,3 @@ func writeAtomic(cmd, path string, data []byte, force bool) error {
 }
 
 func unwrapPath(err error) error { return outfile.UnwrapPath(err) }
-func exists(path string) bool    { return outfile.Exists(path) }
-func absPath(p string) string    { return outfile.Abs(p) }

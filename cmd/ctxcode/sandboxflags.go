@@ -84,15 +84,6 @@ func (s *sandboxFlags) check() error {
 	return nil
 }
 
-// memoryLimit is the memory limit of the kernels these flags start: --memory
-// for Docker (the default), 0 (none of ctxcode's) for --sandbox local.
-func (s *sandboxFlags) memoryLimit() int64 {
-	if s.kind == string(sandbox.KindLocal) {
-		return 0
-	}
-	return int64(s.memory)
-}
-
 // openOptions are the sandbox's options the flags give, for kernels of
 // lang without data.
 func (s *sandboxFlags) openOptions(lang kernel.Language) sandbox.OpenOptions {
