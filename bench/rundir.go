@@ -265,6 +265,64 @@ type Trial struct {
 	// source; ExtraParts the parts the answer has and the gold has not.
 	Parts      map[string]string `json:"parts,omitempty"`
 	ExtraParts []string          `json:"extra_parts,omitempty"`
+
+	// Session names the session of a trial that is one (a staged
+	// workload: several questions asked one after another in one
+	// conversation and kernel); its Key.Task is the session's name too.
+	// Stages holds each stage in order, as far as the session got; the
+	// trial's own figures (Turns, ContextTokens, OutputTokens, ...) are
+	// the sums of its stages'. Correct is true when every stage's is.
+	// Both are empty for a trial of one question.
+	Session string         `json:"session,omitempty"`
+	Stages  []StageFigures `json:"stages,omitempty"`
+	// Context is the context policy the trial ran under (session.Policy's
+	// name: none, elide, summarize, staged); "" is none. Folds counts the
+	// summary calls the policy made (each in Turns' sum and the tokens).
+	Context string `json:"context,omitempty"`
+	Folds   int    `json:"folds,omitempty"`
+}
+
+// StageFigures is one stage of a session trial: its task and verdict, what
+// the stage itself used, and what the session had used by its end.
+type StageFigures struct {
+	Stage   int             `json:"stage"` // from 1
+	Task    string          `json:"task"`
+	Status  agent.Status    `json:"status"`
+	Answer  json.RawMessage `json:"answer"`
+	Verdict string          `json:"verdict"`
+	Correct bool            `json:"correct"`
+	// Own is what this stage used; Cumulative what stages 1..Stage used
+	// together (the sum of their Own).
+	Own        StageUse `json:"own"`
+	Cumulative StageUse `json:"cumulative"`
+	// PeakRequestTokens is the largest request of the stage, in the
+	// tokenizer's count: what a context window must hold.
+	PeakRequestTokens int `json:"peak_request_tokens"`
+	// Elided is how many cell outputs the stage's last request showed as
+	// stubs (the context policy's elision).
+	Elided int `json:"elided,omitempty"`
+}
+
+// StageUse is what a stage (or stages) used, in each resource CC(n) is
+// measured in.
+type StageUse struct {
+	// Calls counts model calls: the turns and the policy's summary calls.
+	Calls        int `json:"calls"`
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	// ToolResultTokens and ToolResultBytes measure the cell outputs the
+	// model read, each once, as first shown (within the output budget).
+	ToolResultTokens int `json:"tool_result_tokens"`
+	ToolResultBytes  int `json:"tool_result_bytes"`
+}
+
+// Add adds v to u.
+func (u *StageUse) Add(v StageUse) {
+	u.Calls += v.Calls
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+	u.ToolResultTokens += v.ToolResultTokens
+	u.ToolResultBytes += v.ToolResultBytes
 }
 
 // BudgetStop says the trial ended because a budget ran out.
