@@ -120,6 +120,9 @@ type Config struct {
 	// starts with (session.Input.RulesText; "" for none): a condition
 	// variant's (Rung.Rules). Nil keeps the protocol's and the prefix's.
 	Rules *string
+	// Context is the context policy of a conversation (session.Context);
+	// the zero value is none: every request shows the whole history.
+	Context session.Context
 }
 
 // DefaultConfig is the bare loop with every default budget.
@@ -234,6 +237,18 @@ type Result struct {
 	// run used.
 	Discarded      int
 	DiscardedUsage llm.Usage
+	// Folds counts the context policy's summary calls (Config.Context):
+	// their tokens are in Usage (and the prompt budget), and they are not
+	// in Turns. Elided is how many cell outputs the last request showed as
+	// stubs; PeakRequestTokens the largest request, in the tokenizer's
+	// count.
+	Folds             int
+	Elided            int
+	PeakRequestTokens int
+	// ToolResultTokens and ToolResultBytes measure the cell outputs the
+	// model read in this run, each once, as first shown.
+	ToolResultTokens int
+	ToolResultBytes  int
 }
 
 // CacheUse is what became of a run's cached prefix cells.
@@ -364,6 +379,8 @@ type Info struct {
 	Task      string
 	Data      any // the data set's manifest, written as JSON
 	Question  string
+	// Session names a conversation's session in its runs (NewConversation).
+	Session string
 }
 
 // Observer hears about a run's progress (for a progress line); nil is fine.
@@ -379,15 +396,22 @@ type Observer interface {
 // that serves the shell op, or without its data folder; a prefix missing,
 // or given to cli), found before any cell runs.
 func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info, tr *Trajectory, obs Observer) (*Result, error) {
-	cfg = cfg.withDefaults()
-	started := s.Started
-	if started.IsZero() {
-		started = time.Now()
-	}
-	r := &runner{s: s, model: model, cfg: cfg, tr: tr.writer(), obs: obs, res: &Result{}, started: started}
-	if err := r.check(); err != nil {
+	c, err := newConversation(s, model, cfg, info, tr, obs)
+	if err != nil {
 		return nil, err
 	}
+	return c.ask(ctx, info.Question, info.Task)
+}
+
+// ask runs one question as the next stage of c (the only one, for Run).
+func (c *Conversation) ask(ctx context.Context, question, task string) (*Result, error) {
+	r, s, cfg, info := c.r, c.r.s, c.r.cfg, c.info
+	r.started = s.Started
+	if r.started.IsZero() || c.stages > 0 {
+		r.started = time.Now()
+	}
+	r.res = &Result{}
+	c.stages++
 	prefixName := ""
 	var pinfo *session.PrefixInfo
 	var skill *session.SkillInfo
@@ -414,8 +438,15 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 			return nil, fmt.Errorf("the data set's manifest: %w", err)
 		}
 	}
-	r.tr.Run(session.RunEvent{Model: info.Model, BaseURL: info.BaseURL, Task: info.Task, Data: data, Question: info.Question,
-		Condition: cond, Protocol: cfg.Protocol, Prefix: pinfo, Skill: skill, Rules: rules, Budgets: budgetsOf(cfg)})
+	ev := session.RunEvent{Model: info.Model, BaseURL: info.BaseURL, Task: task, Data: data, Question: question,
+		Condition: cond, Protocol: cfg.Protocol, Prefix: pinfo, Skill: skill, Rules: rules, Budgets: budgetsOf(cfg)}
+	if c.staged {
+		ev.Session, ev.Stage = info.Session, c.stages
+		if cfg.Context.Policy != "" {
+			ev.Context = cfg.Context.String()
+		}
+	}
+	r.tr.Run(ev)
 	cells := s.Cells
 	if s.Kernel == nil || s.Cells == nil && s.Prefix != nil {
 		// Something is still to be set up: it runs in the background, and
@@ -430,10 +461,13 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 			cells = s.Cells
 		}
 	} else {
-		r.res.Setup = time.Since(started)
-		r.emitPrefix()
+		r.res.Setup = time.Since(r.started)
+		if c.stages == 1 {
+			r.emitPrefix()
+		}
 	}
-	r.in = firstInput(s, cells, info.Question, cfg)
+	r.in = firstInput(s, cells, question, cfg)
+	r.in.Earlier, r.in.Summary = c.earlier, c.summary
 	var err error
 	if cfg.Protocol == session.TranscriptText {
 		err = r.oneShot(ctx)
@@ -442,12 +476,18 @@ func Run(ctx context.Context, s *Session, model llm.Model, cfg Config, info Info
 	}
 	r.res.Wall = time.Since(r.started)
 	r.res.Cells = r.in.New
+	c.earlier = append(r.in.Earlier, session.Stage{Question: question, Cells: r.in.New})
+	c.summary = r.in.Summary
 	// The end's figures are the run's so far, also when it was cut short.
 	end := session.EndEvent{Status: string(r.res.Status), Answer: r.res.Answer, AnswerSource: r.res.AnswerSource, Turns: r.res.Turns,
 		ContextTokens: r.res.Usage.PromptTokens, OutputTokens: r.res.Usage.CompletionTokens, CachedTokens: r.res.Usage.CachedTokens,
 		Estimated: r.res.Usage.Estimated, Restarts: r.res.Restarts, Death: r.res.Death, WallMS: r.res.Wall.Milliseconds(),
 		SetupMS: r.res.Setup.Milliseconds(), ModelMS: r.res.Model.Milliseconds(), WaitedMS: r.res.Waited.Milliseconds(),
 		Retries: r.res.Retries, Discarded: r.res.Discarded}
+	if c.staged {
+		end.Folds, end.Elided, end.PeakRequestTokens = r.res.Folds, r.res.Elided, r.res.PeakRequestTokens
+		end.ToolResultTokens, end.ToolResultBytes = r.res.ToolResultTokens, r.res.ToolResultBytes
+	}
 	if err != nil {
 		end.Status = "cancelled"
 		if ctx.Err() == nil {
@@ -606,6 +646,8 @@ type runner struct {
 	// staleWhy says how the cached cells differed from the live ones.
 	setup    *setup
 	staleWhy string
+	// inCell says a cell is running in the kernel (a cancel then kills it).
+	inCell bool
 }
 
 func (r *runner) execOptions() kernel.ExecOptions {
@@ -626,8 +668,8 @@ func (r *runner) send(ctx context.Context) (reply llm.Reply, ok bool, ev *sessio
 		r.res.Status = MaxTurns
 		return reply, false, nil, nil
 	}
-	req, err := session.Render(r.cfg.Protocol, r.in)
-	if err != nil {
+	req, counted, ok, err := r.render(ctx)
+	if err != nil || !ok {
 		return reply, false, nil, err
 	}
 	// The next request is the last one plus what the turn added: predict it
@@ -643,7 +685,15 @@ func (r *runner) send(ctx context.Context) (reply llm.Reply, ok bool, ev *sessio
 	// which is then made while the request is out (see session.CountLater);
 	// else the count decides, before the call.
 	var count func() (int, error)
-	if bound := session.BoundRequest(req); r.res.Usage.PromptTokens+max(bound, predict(bound)) <= r.cfg.MaxPromptTokens {
+	if counted > 0 {
+		if predicted := predict(counted); r.res.Usage.PromptTokens+predicted > r.cfg.MaxPromptTokens {
+			r.res.Status = MaxPromptTokens
+			r.res.Err = fmt.Errorf("the next request (about %d tokens) would take the run past its budget of %d prompt tokens (%d used)",
+				predicted, r.cfg.MaxPromptTokens, r.res.Usage.PromptTokens)
+			return reply, false, nil, nil
+		}
+		count = func() (int, error) { return counted, nil }
+	} else if bound := session.BoundRequest(req); r.res.Usage.PromptTokens+max(bound, predict(bound)) <= r.cfg.MaxPromptTokens {
 		count = session.CountLater(r.cfg.Encoding, req)
 	} else {
 		estimate, err := session.CountRequest(r.cfg.Encoding, req)
@@ -668,6 +718,7 @@ func (r *runner) send(ctx context.Context) (reply llm.Reply, ok bool, ev *sessio
 	if cerr != nil {
 		return reply, false, nil, cerr
 	}
+	r.res.PeakRequestTokens = max(r.res.PeakRequestTokens, estimate)
 	ev = &session.CallEvent{Turn: r.res.Turns, Messages: len(req.Messages), RequestTokens: estimate,
 		LatencyMS: reply.Latency.Milliseconds(), Attempts: reply.Attempts, WaitedMS: reply.Waited.Milliseconds()}
 	if err != nil {
@@ -821,7 +872,9 @@ func (r *runner) runCell(ctx context.Context, c session.Cell) (done bool, err er
 		return false, nil
 	}
 	r.progress(firstLine(c.Code))
+	r.inCell = true
 	res, err := r.s.Kernel.Execute(ctx, c.Code, r.execOptions())
+	r.inCell = ctx.Err() != nil && err != nil
 	if err != nil {
 		if ctx.Err() != nil {
 			return true, ctx.Err()
@@ -939,6 +992,7 @@ func (r *runner) addCell(c session.Cell, repeatOf int, sh *kernel.ShellResult) {
 			tool, args = c.Call.Name, c.Call.Arguments
 		}
 	}
+	r.countOutput(output)
 	var exit *int
 	var signal string
 	var timedOut bool
@@ -999,7 +1053,9 @@ func (r *runner) oneShot(ctx context.Context) error {
 		return nil
 	}
 	r.progress(firstLine(code))
+	r.inCell = true
 	res, err := r.s.Kernel.Execute(ctx, code, r.execOptions())
+	r.inCell = ctx.Err() != nil && err != nil
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -120,7 +120,9 @@ func (r *runner) bash(ctx context.Context, c session.Cell) (bool, error) {
 		return r.restart(ctx, c, fmt.Errorf("the %s kernel does not serve the shell op", r.s.Kernel.Language()))
 	}
 	r.progress(firstLine(c.Code))
+	r.inCell = true
 	res, err := sh.Shell(ctx, c.Code, kernel.ShellOptions{Timeout: r.cfg.CellTimeout})
+	r.inCell = ctx.Err() != nil && err != nil
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:

@@ -98,7 +98,12 @@ func (r *Reference) Complete(ctx context.Context, req session.Request) (Reply, e
 	}
 	reply := Reply{FinishReason: "stop", Attempts: 1, RequestTokens: prompt}
 	code, known := r.find(req)
+	if known {
+		code = reuse(req, code)
+	}
 	switch {
+	case req.Protocol == session.Summary:
+		reply.Content = session.SummaryFallback(lastUser(req))
 	case !known:
 		reply.Content = referenceUnknownText
 	case played(req, code):
@@ -158,21 +163,26 @@ func (r *Reference) find(req session.Request) (string, bool) {
 	return "", false
 }
 
-// question is where the renderer puts the question.
+// question is where the renderer puts the question being answered: the
+// message at req.Asked, or in the transcript protocol the last line after
+// "Question: " (a conversation's earlier questions come before it).
 func question(req session.Request) (string, bool) {
 	if req.Protocol == session.TranscriptText {
 		for _, m := range req.Messages {
 			if m.Role != "user" {
 				continue
 			}
-			_, rest, ok := strings.Cut(m.Content, "\nQuestion: ")
-			if !ok {
+			i := strings.LastIndex(m.Content, "\nQuestion: ")
+			if i < 0 {
 				continue
 			}
-			line, _, _ := strings.Cut(rest, "\n")
+			line, _, _ := strings.Cut(m.Content[i+len("\nQuestion: "):], "\n")
 			return strings.TrimSpace(line), true
 		}
 		return "", false
+	}
+	if a := req.Asked; a > 0 && a < len(req.Messages) && req.Messages[a].Role == "user" {
+		return strings.TrimSpace(req.Messages[a].Content), true
 	}
 	for i := max(req.Stable, 0); i < len(req.Messages); i++ {
 		if m := req.Messages[i]; m.Role == "user" {
@@ -219,7 +229,7 @@ func CLICommand(code string) string {
 // bashResult is the result of the request's bash call that ran command:
 // the tool message that answers it ("" when there is none yet).
 func bashResult(req session.Request, command string) (result string, ran bool) {
-	msgs := req.Messages[min(max(req.Stable, 0), len(req.Messages)):]
+	msgs := req.Messages[current(req):]
 	for i, m := range msgs {
 		for _, c := range m.ToolCalls {
 			var args struct {
@@ -267,7 +277,7 @@ func played(req session.Request, code string) bool {
 	if want == "" {
 		return false
 	}
-	for _, m := range req.Messages[min(max(req.Stable, 0), len(req.Messages)):] {
+	for _, m := range req.Messages[current(req):] {
 		if m.Role != "assistant" {
 			continue
 		}
@@ -284,4 +294,108 @@ func played(req session.Request, code string) bool {
 		}
 	}
 	return false
+}
+
+// current is the index of the first message of the question being
+// answered: its question's (Request.Asked), else the first after the
+// stable part.
+func current(req session.Request) int {
+	return min(max(req.Stable, req.Asked, 0), len(req.Messages))
+}
+
+// lastUser is the content of the request's last user message.
+func lastUser(req session.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			return req.Messages[i].Content
+		}
+	}
+	return ""
+}
+
+// reuse drops, in a conversation, the leading lines of a solution that an
+// earlier stage already ran: an import, or a binding "name = ..." on one
+// line, that ran verbatim in an earlier cell of this session, whose name
+// no later line of those cells bound again, with no kernel restart since.
+// What the earlier stage bound is still bound, so the solution uses it, as
+// a person in a notebook would. The first line that is not such a line
+// ends the dropping; the rest runs as written.
+func reuse(req session.Request, code string) string {
+	if req.Protocol == session.CLI || req.Protocol == session.TranscriptText {
+		return code // a bash call keeps nothing; one shot reads the history as text
+	}
+	if req.Asked <= req.Stable {
+		return code
+	}
+	var ran []string
+	for _, m := range req.Messages[req.Stable:req.Asked] {
+		if m.Role != "assistant" {
+			if strings.Contains(m.Content, "was restarted") {
+				return code
+			}
+			continue
+		}
+		text := m.Content
+		for _, c := range m.ToolCalls {
+			var args struct {
+				Code string `json:"code"`
+			}
+			if json.Unmarshal([]byte(c.Arguments), &args) == nil {
+				text += "\n" + args.Code
+			}
+		}
+		ran = append(ran, strings.Split(text, "\n")...)
+	}
+	lines := strings.Split(code, "\n")
+	drop := 0
+	for i, l := range lines {
+		name, ok := simpleBinding(l)
+		if !ok || i+1 >= len(lines) || strings.HasPrefix(lines[i+1], " ") || strings.HasPrefix(lines[i+1], "\t") {
+			break
+		}
+		last := -1
+		for j, e := range ran {
+			if n, ok := simpleBinding(e); ok && n == name || strings.HasPrefix(e, name+" =") || strings.HasPrefix(e, name+"=") {
+				last = j
+			}
+		}
+		if last < 0 || ran[last] != l {
+			break
+		}
+		drop = i + 1
+	}
+	return strings.Join(lines[drop:], "\n")
+}
+
+// simpleBinding is the name a one-line import or assignment binds: "import
+// x", "from m import x", "name = expr" with its brackets closed on the line.
+func simpleBinding(line string) (string, bool) {
+	if line == "" || line[0] == ' ' || line[0] == '\t' {
+		return "", false
+	}
+	if f := strings.Fields(line); len(f) >= 2 && (f[0] == "import" || f[0] == "from" && len(f) == 4 && f[2] == "import") {
+		if strings.ContainsAny(line, ",(") {
+			return "", false
+		}
+		return f[len(f)-1], true
+	}
+	name, _, ok := strings.Cut(line, " = ")
+	if !ok || name == "" || strings.Contains(line, "ANSWER") {
+		return "", false
+	}
+	for i, r := range name {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return "", false
+		}
+	}
+	depth := 0
+	for _, r := range line {
+		switch r {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		}
+	}
+	return name, depth == 0
 }

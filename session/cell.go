@@ -74,6 +74,17 @@ type Cell struct {
 	// neither call nor code (cut at the output-token limit), which is
 	// replayed as text with the notes as a user message.
 	Call *ToolCall
+	// Elided says a context policy shows the cell's output as a one-line
+	// stub (Output), to save context; the cell's code stays as it ran.
+	Elided bool
+}
+
+// Stage is one question of a conversation that came before the one being
+// answered, with the cells it ran. A Question of "" is the rest of a stage
+// whose beginning a context policy folded into the summary.
+type Stage struct {
+	Question string
+	Cells    []Cell
 }
 
 // Render writes the cell IPython style, ending with a newline, with all of

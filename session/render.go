@@ -118,11 +118,15 @@ func (t Tool) Schema() json.RawMessage {
 // the first Stable messages are the stable part, byte-identical for every
 // question and every run, so provider prompt caches can hit; in the
 // transcript protocol the one user message itself begins with it.
+// Asked is the index of the message that holds the question being
+// answered: after the stable part and the conversation's history (the
+// transcript protocol's one message holds it, after "Question: ").
 type Request struct {
 	Protocol Protocol
 	Messages []Message
 	Tools    []Tool
 	Stable   int
+	Asked    int
 }
 
 // Input is what a renderer turns into a request.
@@ -132,9 +136,16 @@ type Input struct {
 	Transcript Transcript
 	Rules      string // the prefix's own rules, added to the protocol's
 	Skill      string // cli: the skill document that describes the files
-	Question   string
-	New        []Cell // the cells of this run so far, after the question
-	Budget     int    // characters of output per cell: 0 is DefaultBudget, negative is no limit
+	// Summary and Earlier are a conversation's history before Question
+	// (ctxcode chat, a staged workload's session): Summary, when not "",
+	// stands for the turns a context policy folded (it follows the stable
+	// part); Earlier are the questions asked since, each with the cells it
+	// ran, in order. Both are empty for a run of one question.
+	Summary  string
+	Earlier  []Stage
+	Question string
+	New      []Cell // the cells of this run so far, after the question
+	Budget   int    // characters of output per cell: 0 is DefaultBudget, negative is no limit
 	// NothingBound says the prefix's cells bind no variables (the B0
 	// control, whose cells repeat full expressions): the rules then do not
 	// say that the cells' variables are still bound. The rules of a prefix
@@ -296,11 +307,36 @@ func renderBare(in Input) Request {
 		cell(c)
 	}
 	stable := len(msgs)
+	msgs = appendSummary(msgs, in.Summary)
+	for _, st := range in.Earlier {
+		if st.Question != "" {
+			msgs = append(msgs, question(st.Question))
+		}
+		for _, c := range st.Cells {
+			cell(c)
+		}
+	}
+	asked := len(msgs)
 	msgs = append(msgs, question(in.Question))
 	for _, c := range in.New {
 		cell(c)
 	}
-	return Request{Protocol: Bare, Messages: msgs, Stable: stable}
+	return Request{Protocol: Bare, Messages: msgs, Stable: stable, Asked: asked}
+}
+
+// appendSummary adds the summary of folded turns, when there is one, as a
+// user message that says what it is.
+func appendSummary(msgs []Message, summary string) []Message {
+	if summary == "" {
+		return msgs
+	}
+	return append(msgs, Message{Role: "user", Content: summaryText(summary)})
+}
+
+// summaryText introduces a summary of folded turns.
+func summaryText(summary string) string {
+	return Note("earlier turns of this session were folded into this summary to save context; "+
+		"what their cells bound is still bound") + "\n" + strings.TrimSpace(summary)
 }
 
 func renderEval(in Input) Request {
@@ -324,11 +360,24 @@ func renderEval(in Input) Request {
 		cell(c, "prefix_"+strconv.Itoa(i+1))
 	}
 	stable := len(msgs)
-	msgs = append(msgs, question(in.Question))
-	for i, c := range in.New {
-		cell(c, "cell_"+strconv.Itoa(i+1))
+	msgs = appendSummary(msgs, in.Summary)
+	n := 0
+	for _, st := range in.Earlier {
+		if st.Question != "" {
+			msgs = append(msgs, question(st.Question))
+		}
+		for _, c := range st.Cells {
+			n++
+			cell(c, "cell_"+strconv.Itoa(n))
+		}
 	}
-	return Request{Protocol: Eval, Messages: msgs, Tools: []Tool{EvalTool(lang)}, Stable: stable}
+	asked := len(msgs)
+	msgs = append(msgs, question(in.Question))
+	for _, c := range in.New {
+		n++
+		cell(c, "cell_"+strconv.Itoa(n))
+	}
+	return Request{Protocol: Eval, Messages: msgs, Tools: []Tool{EvalTool(lang)}, Stable: stable, Asked: asked}
 }
 
 // ranAs is the eval call of a cell as it ran: the model's own call, byte
@@ -379,6 +428,17 @@ func renderTranscript(in Input) Request {
 		}
 		b.WriteString(c.Text(lang, in.Budget))
 	}
+	if in.Summary != "" {
+		b.WriteString("\n" + summaryText(in.Summary) + "\n")
+	}
+	for _, st := range in.Earlier {
+		if st.Question != "" {
+			b.WriteString("\nQuestion: " + st.Question + "\n")
+		}
+		for _, c := range st.Cells {
+			b.WriteString("\n" + c.Text(lang, in.Budget))
+		}
+	}
 	b.WriteString("\nQuestion: " + in.Question + "\n")
 	for _, c := range in.New {
 		b.WriteString("\n" + c.Text(lang, in.Budget))
@@ -405,22 +465,37 @@ func renderCLI(in Input) Request {
 	} else if s != "" {
 		text = s
 	}
-	msgs := []Message{{Role: "system", Content: text}, question(in.Question)}
-	for i, c := range in.New {
+	msgs := appendSummary([]Message{{Role: "system", Content: text}}, in.Summary)
+	n := 0
+	cell := func(c Cell) {
+		n++
 		if c.Call == nil && strings.TrimSpace(c.Code) == "" {
 			// A message without a call (cut at the output-token limit): its
 			// text, and the harness's note as the user's reply.
 			msgs = append(msgs,
 				Message{Role: "assistant", Content: c.Reply},
 				Message{Role: "user", Content: CLIOutput(c, in.Budget)})
-			continue
+			return
 		}
-		call := cliCall(c, "cell_"+strconv.Itoa(i+1))
+		call := cliCall(c, "cell_"+strconv.Itoa(n))
 		msgs = append(msgs,
 			Message{Role: "assistant", Content: c.Reply, ToolCalls: []ToolCall{call}},
 			Message{Role: "tool", ToolCallID: call.ID, Content: CLIOutput(c, in.Budget)})
 	}
-	return Request{Protocol: CLI, Messages: msgs, Tools: CLITools(), Stable: 1}
+	for _, st := range in.Earlier {
+		if st.Question != "" {
+			msgs = append(msgs, question(st.Question))
+		}
+		for _, c := range st.Cells {
+			cell(c)
+		}
+	}
+	asked := len(msgs)
+	msgs = append(msgs, question(in.Question))
+	for _, c := range in.New {
+		cell(c)
+	}
+	return Request{Protocol: CLI, Messages: msgs, Tools: CLITools(), Stable: 1, Asked: asked}
 }
 
 // cliCall is a cli cell's call as the history replays it: the model's own

@@ -99,6 +99,13 @@ type RunEvent struct {
 	Skill     *SkillInfo      `json:"skill,omitempty"`
 	Rules     string          `json:"rules_sha256,omitempty"` // a variant's rules, which replaced the condition's
 	Budgets   Budgets         `json:"budgets"`
+	// Session and Stage place a run in a conversation (ctxcode chat, a
+	// staged workload): each question is a run of its own, from 1; the
+	// prefix event comes with the first. Context is the context policy
+	// (Context.String). All empty for a run of one question.
+	Session string `json:"session,omitempty"`
+	Stage   int    `json:"stage,omitempty"`
+	Context string `json:"context,omitempty"`
 }
 
 // PrefixInfo names the prefix a run was built over.
@@ -157,6 +164,10 @@ type CallEvent struct {
 	Content       string     `json:"content,omitempty"`
 	ToolCalls     []ToolCall `json:"tool_calls,omitempty"`
 	Error         string     `json:"error,omitempty"`
+	// Fold marks the tool-free call of a context policy that folded Folded
+	// turns into a summary (its reply, Content); it is not a turn.
+	Fold   bool `json:"fold,omitempty"`
+	Folded int  `json:"folded_turns,omitempty"`
 }
 
 // DiscardedEvent is a call whose reply was discarded unread, and why.
@@ -238,6 +249,16 @@ type EndEvent struct {
 	Retries       int    `json:"retries"`
 	Discarded     int    `json:"discarded_calls,omitempty"`
 	Error         string `json:"error,omitempty"`
+	// What a context policy did, and what a window must hold: the calls
+	// that folded turns into a summary (in the tokens above, not in
+	// turns), the cell outputs shown as stubs in the last request, and the
+	// largest request in the tokenizer's count. The cell outputs the model
+	// read, each once, in tokens and bytes.
+	Folds             int `json:"folds,omitempty"`
+	Elided            int `json:"elided,omitempty"`
+	PeakRequestTokens int `json:"peak_request_tokens,omitempty"`
+	ToolResultTokens  int `json:"tool_result_tokens,omitempty"`
+	ToolResultBytes   int `json:"tool_result_bytes,omitempty"`
 }
 
 // GradeEvent is the grade of a run's answer against its task's gold.

@@ -40,6 +40,9 @@ func Note(text string) string { return "[ctxcode: " + text + "]" }
 // cut and where the full text lives (Out[n], _stdout[n], _stderr[n]).
 // A cell with no output at all reads "[ctxcode: no output]".
 func (c Cell) Output(lang kernel.Language, budget int) string {
+	if c.Elided {
+		return c.stub(lang)
+	}
 	var b strings.Builder
 	c.writeOutput(&b, lang, budget)
 	if b.Len() == 0 {
@@ -183,4 +186,35 @@ func cut(p *part, keep int) string {
 		head += "\n"
 	}
 	return head + note + "\n" + tail
+}
+
+// stub is an elided cell's output: one note that says how much was elided
+// and where the full value still lives in the kernel.
+func (c Cell) stub(lang kernel.Language) string {
+	var b strings.Builder
+	c.Elided = false
+	c.writeOutput(&b, lang, -1)
+	size := utf8.RuneCountInString(strings.TrimSuffix(b.String(), "\n"))
+	msg := "output elided to save context (" + strconv.Itoa(size) + " characters)"
+	n := strconv.Itoa(c.Result.Count)
+	switch {
+	case lang == shellOutput:
+		msg += "; run the command again to see it"
+	case (lang == kernel.Python || lang == "") && c.Result.Count > 0:
+		var homes []string
+		if c.Result.Stdout != "" {
+			homes = append(homes, "_stdout["+n+"]")
+		}
+		if c.Result.Value != "" && c.Result.Status == kernel.StatusOK && !c.Result.Answered() {
+			homes = append(homes, "Out["+n+"]")
+		}
+		if len(homes) > 0 {
+			msg += "; it is still in " + strings.Join(homes, " and ")
+		} else {
+			msg += "; run the cell again to see it"
+		}
+	default:
+		msg += "; run the cell again to see it"
+	}
+	return Note(msg)
 }
