@@ -254,3 +254,56 @@ func TestReferenceUnknownProtocol(t *testing.T) {
 	assert.Contains(t, reply.Content, `protocol "chat"`)
 	assert.Empty(t, reply.ToolCalls)
 }
+
+// TestReferenceInAConversation: the reference model answers the question
+// being answered, not the first one of the conversation; plays a solution
+// again for a later stage that asks the same question; and drops the
+// leading one-line bindings an earlier stage ran.
+func TestReferenceInAConversation(t *testing.T) {
+	const (
+		teamQ    = "Which team is biggest?"
+		teamCode = "from collections import Counter\nteam_of = {p['id']: p['team_id'] for p in projects}\nc = Counter(team_of[t['project_id']] for t in tasks)\nANSWER(c.most_common(1)[0][0])\n"
+		openQ    = "Which team has most open tasks?"
+		openCode = "from collections import Counter\nteam_of = {p['id']: p['team_id'] for p in projects}\nc = Counter(team_of[t['project_id']] for t in tasks if t['open'])\nANSWER(c.most_common(1)[0][0])\n"
+	)
+	m := NewReference(map[string]string{overdueQ: overdueCode, teamQ: teamCode, openQ: openCode}, session.O200kBase)
+	ran := func(code string) session.Cell {
+		return session.Cell{Code: code, From: session.FromModel, Result: kernel.Result{Status: kernel.StatusOK, Answer: []byte(`"x"`)}}
+	}
+	ask := func(p session.Protocol, earlier []session.Stage, q string) Reply {
+		req, err := session.Render(p, session.Input{
+			Transcript: session.Transcript{Cells: []session.Cell{{Code: "tasks = load('tasks')"}}},
+			Earlier:    earlier, Question: q,
+		})
+		require.NoError(t, err)
+		r, err := m.Complete(context.Background(), req)
+		require.NoError(t, err)
+		return r
+	}
+	first := []session.Stage{{Question: teamQ, Cells: []session.Cell{ran(teamCode)}}}
+	assert.Equal(t, "c = Counter(team_of[t['project_id']] for t in tasks if t['open'])\nANSWER(c.most_common(1)[0][0])\n",
+		ask(session.Bare, first, openQ).Content, "the import and team_of ran in the first stage: they are reused")
+	assert.Equal(t, overdueCode, ask(session.Bare, first, overdueQ).Content, "nothing of it to reuse")
+	assert.Equal(t, "ANSWER(c.most_common(1)[0][0])\n", ask(session.Bare, first, teamQ).Content,
+		"the same question again: c is still bound to what it computed")
+
+	// team_of bound again since: it is not reused, nor what follows it.
+	rebound := append(first, session.Stage{Question: overdueQ, Cells: []session.Cell{ran("team_of = {}\nANSWER(0)")}})
+	assert.Equal(t, openCode[len("from collections import Counter\n"):], ask(session.Bare, rebound, openQ).Content)
+
+	// A restart since lost what was bound.
+	restarted := []session.Stage{{Question: teamQ, Cells: []session.Cell{{Code: teamCode, Notes: []string{"the kernel died (x) and was restarted"}}}}}
+	assert.Equal(t, openCode, ask(session.Bare, restarted, openQ).Content)
+
+	// Eval reads the earlier calls' code; the transcript plays it whole.
+	call := ask(session.Eval, first, openQ)
+	require.Len(t, call.ToolCalls, 1)
+	assert.NotContains(t, call.ToolCalls[0].Arguments, "team_of = ")
+	assert.Contains(t, ask(session.TranscriptText, first, openQ).Content, "team_of = ")
+
+	// A fold request gets the questions and answers it folds.
+	fold := session.FoldRequest(session.Input{Earlier: []session.Stage{{Question: teamQ, Cells: []session.Cell{ran(teamCode)}}}, Question: openQ}, 2)
+	r, err := m.Complete(context.Background(), fold)
+	require.NoError(t, err)
+	assert.Equal(t, "Question: "+teamQ+"\nANSWER: \"x\"", r.Content)
+}

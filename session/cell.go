@@ -107,6 +107,10 @@ func (c Cell) Text(lang kernel.Language, budget int) string {
 		b.WriteString(line)
 		b.WriteByte('\n')
 	}
+	if c.Elided {
+		b.WriteString(c.stub(lang) + "\n")
+		return b.String()
+	}
 	c.writeOutput(&b, lang, budget)
 	return b.String()
 }
