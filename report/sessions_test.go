@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"math"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -348,4 +352,84 @@ func TestGoldenSessionsMarkdown(t *testing.T) {
 	j := bytes.Index(md.Bytes()[i+1:], []byte("\n## "))
 	require.Greater(t, j, 0, "a section after it")
 	golden(t, "sessions.md", []byte(s[i+1:i+1+j+1]))
+}
+
+var (
+	wnSVG    = regexp.MustCompile(`(?s)<svg class="wn".*?</svg>`)
+	wnSeries = regexp.MustCompile(`(?s)<g class="series" data-run="(\d+)" data-model="([^"]*)" data-condition="([^"]*)">(.*?)</g>`)
+	wnDot    = regexp.MustCompile(`<circle class="dot [^"]*" data-stage="(\d+)" cx="([\d.]+)" cy="([\d.]+)" r="4"><title>([^<]*)</title>`)
+	wnBar    = regexp.MustCompile(`<path class="errbar [^"]*" d="M([\d.]+) ([\d.]+)V([\d.]+)M`)
+	wnLine   = regexp.MustCompile(`<path class="line [^"]*" d="([^"]*)">`)
+)
+
+// The page's session section: its tables hold the Markdown's cells, and
+// the W(n) chart a line per condition whose points and whiskers sit where
+// the Report's numbers say, on one linear scale from 0.
+func TestSessionsHTML(t *testing.T) {
+	dir := sessionFixture(t)
+	page, rep, _ := htmlRender(t, Options{}, dir)
+	htmlWellFormed(t, page)
+	assert.Contains(t, page, `<a href="#sessions">Sessions</a>`)
+	assert.Contains(t, page, `<section id="sessions">`)
+	assert.Contains(t, page, "svg.wn{", "the section's CSS")
+
+	// Every row of the section's three tables is a row of the Markdown's.
+	var md bytes.Buffer
+	require.NoError(t, Markdown(&md, rep, ""))
+	sec := page[strings.Index(page, `<section id="sessions">`):]
+	sec = sec[:strings.Index(sec, "</section>")]
+	rows := regexp.MustCompile(`(?s)<tr>(.*?)</tr>`).FindAllStringSubmatch(sec, -1)
+	require.Len(t, rows, 3+2+2+2*9, "the heads, and the accuracy, W(n) and CC rows")
+	for _, r := range rows {
+		cells := htmlCells(r[1])
+		if len(cells) == 0 {
+			continue // a head
+		}
+		line := "| " + strings.Join(cells, " | ") + " |\n"
+		assert.True(t, strings.Contains(md.String(), line), "an HTML row that the Markdown lacks: %s", line)
+	}
+
+	svg := wnSVG.FindString(page)
+	require.NotEmpty(t, svg, "a W(n) chart")
+	series := wnSeries.FindAllStringSubmatch(svg, -1)
+	require.Len(t, series, 2, "a line per condition")
+	num := func(s string) float64 {
+		v, err := strconv.ParseFloat(s, 64)
+		require.NoError(t, err)
+		return v
+	}
+	// The scale from two points of the first line: y = bottom - k·W.
+	first := wnDot.FindAllStringSubmatch(series[0][4], -1)
+	require.Len(t, first, 4)
+	w1, w4 := rep.Sessions.Rows[0].Stages[0].W.Mean, rep.Sessions.Rows[0].Stages[3].W.Mean
+	k := (num(first[0][3]) - num(first[3][3])) / (w4 - w1)
+	bottom := num(first[0][3]) + k*w1
+	for i, s := range series {
+		row := rep.Sessions.Rows[i]
+		assert.Equal(t, row.Condition, s[3])
+		dots := wnDot.FindAllStringSubmatch(s[4], -1)
+		bars := wnBar.FindAllStringSubmatch(s[4], -1)
+		require.Len(t, dots, 4, "%s: a point per stage", row.Condition)
+		require.Len(t, bars, 4, "%s: a whisker per point", row.Condition)
+		line := wnLine.FindStringSubmatch(s[4])
+		require.NotNil(t, line)
+		assert.Equal(t, 3, strings.Count(line[1], "L"), "%s: the line joins the four points", row.Condition)
+		for j, d := range dots {
+			st := row.Stages[j]
+			assert.Equal(t, fmt.Sprint(st.Stage), d[1])
+			assert.InDelta(t, bottom-k*st.W.Mean, num(d[3]), 0.11, "%s stage %d: y", row.Condition, st.Stage)
+			assert.InDelta(t, num(d[2]), num(bars[j][1]), 0.06, "%s stage %d: the whisker is plumb with its point", row.Condition, st.Stage)
+			assert.InDelta(t, bottom-k*st.W.Lo, num(bars[j][2]), 0.11, "%s stage %d: the whisker's low end", row.Condition, st.Stage)
+			assert.InDelta(t, bottom-k*st.W.Hi, num(bars[j][3]), 0.11, "%s stage %d: the whisker's high end", row.Condition, st.Stage)
+			if j > 0 {
+				assert.Greater(t, num(d[2]), num(dots[j-1][2]), "stages go left to right")
+			}
+		}
+		assert.Contains(t, html.UnescapeString(dots[3][4]), "(1 left out: ended before it)")
+	}
+	// The two lines' points of a stage are apart, by a few units.
+	a, b := wnDot.FindAllStringSubmatch(series[0][4], -1), wnDot.FindAllStringSubmatch(series[1][4], -1)
+	assert.InDelta(t, 6, num(b[0][2])-num(a[0][2]), 0.11)
+	assert.Contains(t, svg, `<g class="legend">`)
+	assert.Contains(t, svg, ">D-staged</text>")
 }
