@@ -296,7 +296,7 @@ func sessionRow(run int, model, cond string, trials []bench.Trial, maxStage int)
 			}
 		}
 		st.Reached, st.EndedBefore = len(w), len(graded)-len(w)
-		st.Accuracy = stageAccuracy(correct, groups, len(names), rng)
+		st.Accuracy = stageAccuracy(correct, groups, len(names))
 		st.W = Describe(w, wGroups, rng, Resamples)
 		st.CC = ccFigures(outcomes, uses, groups, len(names), rng, Resamples)
 		sr.Stages = append(sr.Stages, st)
@@ -307,10 +307,12 @@ func sessionRow(run int, model, cond string, trials []bench.Trial, maxStage int)
 // stageAccuracy is the share of correct sessions with its interval over
 // sessions: Wilson's when each session has one trial (the sessions are
 // the independent units), else TaskAccuracy's, whose effective number of
-// sessions counts a session's reps once.
-func stageAccuracy(correct []bool, groups []int, sessions int, rng *rand.Rand) Interval {
+// sessions counts a session's reps once. TaskAccuracy draws from a
+// generator of its own, so that the row's W(n) and CC draw the same
+// whether sessions have reps or not.
+func stageAccuracy(correct []bool, groups []int, sessions int) Interval {
 	if sessions < len(correct) {
-		return TaskAccuracy(correct, groups, rng, Resamples)
+		return TaskAccuracy(correct, groups, NewRand(Seed), Resamples)
 	}
 	k := 0
 	for _, c := range correct {

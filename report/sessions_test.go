@@ -433,3 +433,37 @@ func TestSessionsHTML(t *testing.T) {
 	assert.Contains(t, svg, `<g class="legend">`)
 	assert.Contains(t, svg, ">D-staged</text>")
 }
+
+// Sessions with reps: every session of sessionFixture run twice, the same
+// both times. The reps of a session are one unit: W(n) and CC_q(n) are
+// the same to the bit (the same draws of sessions; a Kaplan–Meier step
+// of twice the events over twice the sessions at risk is the same step),
+// and the accuracy is the same share over the same 6 sessions.
+func TestSessionRepsCountOnce(t *testing.T) {
+	once, r := buildSessionReport(t)
+	var final []bench.Trial
+	for _, tr := range r.Final {
+		final = append(final, tr)
+		tr.Rep = 2
+		final = append(final, tr)
+	}
+	r.Final, r.Spec.Reps = final, 2
+	twice, err := Build([]*Run{r}, Options{})
+	require.NoError(t, err)
+	require.Len(t, twice.Sessions.Rows, 2)
+	for i, row := range twice.Sessions.Rows {
+		want := once.Sessions.Rows[i]
+		assert.Equal(t, 12, row.Sessions)
+		assert.Equal(t, 2, row.Infra)
+		for k, st := range row.Stages {
+			ws := want.Stages[k]
+			w := ws.W
+			w.N *= 2 // trials
+			assert.Equal(t, w, st.W, "%s W(%d)", row.Condition, k+1)
+			assert.Equal(t, ws.CC, st.CC, "%s CC at %d", row.Condition, k+1)
+			assert.Equal(t, ws.Accuracy.Est, st.Accuracy.Est)
+			assert.Equal(t, 6, st.Accuracy.Tasks, "the interval is over 6 sessions, not 12 trials")
+			assert.Equal(t, 2*ws.Passed, st.Passed)
+		}
+	}
+}
