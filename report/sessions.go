@@ -135,16 +135,6 @@ var ccResources = []struct {
 	{"tool_result_bytes", "tool-result bytes", func(u bench.StageUse) int { return u.ToolResultBytes }},
 }
 
-// resourceLabel is a resource's label in the pages.
-func resourceLabel(name string) string {
-	for _, r := range ccResources {
-		if r.name == name {
-			return r.label
-		}
-	}
-	return name
-}
-
 // isSession says trial t is a session's.
 func isSession(t bench.Trial) bool { return t.Session != "" || len(t.Stages) > 0 }
 
