@@ -276,3 +276,93 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 	assert.Empty(t, heard.take(), "the page must write no error to the console and fetch nothing")
 }
+
+// wnShot is where TestSessionsHTMLInChromium leaves the W(n) chart's
+// screenshot at a laptop's width (and wnShotPhone at a phone's), for a
+// person to look at.
+const (
+	wnShot      = "/tmp/i24-wn.png"
+	wnShotPhone = "/tmp/i24-wn-phone.png"
+)
+
+// TestSessionsHTMLInChromium opens the page of a run of sessions
+// (sessionFixture) in a headless Chromium: the W(n) chart has a line per
+// condition with a dot and a whisker per stage, laid out; none of its text
+// is cut or on top of other text at a laptop's width or a phone's;
+// nothing goes to the console and nothing is fetched. It leaves the
+// chart's screenshots at wnShot and wnShotPhone.
+func TestSessionsHTMLInChromium(t *testing.T) {
+	exe := findChromium(t)
+	page, rep, _ := htmlRender(t, Options{}, sessionFixture(t))
+	file := filepath.Join(t.TempDir(), "report.html")
+	require.NoError(t, os.WriteFile(file, []byte(page), 0o644))
+	url := "file://" + file
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900), chromedp.UserDataDir(filepath.Join(t.TempDir(), "profile")))
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard, not a time limit
+	defer cancel()
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelTab := chromedp.NewContext(actx)
+	defer cancelTab()
+	heard := &browserLog{page: url}
+	require.NoError(t, chromedp.Listen(bctx, heard.hear), "start %s", exe)
+
+	for _, w := range []struct {
+		name          string
+		width, height int64
+		mobile        bool
+		shot          string
+	}{{"laptop", 1280, 900, false, wnShot}, {"phone", 390, 844, true, wnShotPhone}} {
+		t.Run(w.name, func(t *testing.T) {
+			vopts := []chromedp.EmulateViewportOption{}
+			if w.mobile {
+				vopts = append(vopts, chromedp.EmulateMobile)
+			}
+			require.NoError(t, chromedp.Do(bctx, chromedp.EmulateViewport(w.width, w.height, vopts...), chromedp.Navigate(url)))
+			// Per series: its dots and whiskers that take room on the
+			// screen, and its line's length.
+			type series struct {
+				Dots     int     `json:"dots"`
+				Whiskers int     `json:"whiskers"`
+				Line     float64 `json:"line"`
+			}
+			got, err := chromedp.Run(bctx, chromedp.Evaluate[map[string]series](`(() => {
+				const m = {};
+				for (const g of document.querySelectorAll('svg.wn g.series')) {
+					const dots = [...g.querySelectorAll('circle.dot')].filter(c => c.getBoundingClientRect().width > 3).length;
+					const whiskers = [...g.querySelectorAll('path.errbar')].filter(p => p.getBoundingClientRect().height > 2).length;
+					m[g.dataset.condition] = {dots, whiskers, line: g.querySelector('path.line').getTotalLength()};
+				}
+				return m;
+			})()`))
+			require.NoError(t, err)
+			require.Len(t, got, len(rep.Sessions.Rows), "a line per condition")
+			for _, r := range rep.Sessions.Rows {
+				s := got[r.Condition]
+				assert.Equal(t, rep.Sessions.MaxStage, s.Dots, "%s: a dot per stage", r.Condition)
+				assert.Equal(t, rep.Sessions.MaxStage, s.Whiskers, "%s: a whisker per stage", r.Condition)
+				assert.Greater(t, s.Line, 100.0, "%s: a line drawn", r.Condition)
+			}
+			l, err := chromedp.Run(bctx, chromedp.Evaluate[pageLayout](fmt.Sprintf("%s(%d, %q)", measure, w.width, "svg.wn")))
+			require.NoError(t, err)
+			assert.LessOrEqual(t, l.ScrollWidth, l.Inner, "the page scrolls sideways: %q", l.Wide)
+			assert.Empty(t, l.Wide, "out of the screen")
+			assert.LessOrEqual(t, l.SVGWidth, l.BoxWidth+0.5, "the chart is wider than its box")
+			assert.Empty(t, l.Clipped, "text outside the chart")
+			assert.Empty(t, l.Overlaps, "texts on top of each other")
+			assert.GreaterOrEqual(t, l.MinFont, 8.0, "the smallest text is too small to read")
+			t.Logf("%s: the chart is %.0f px wide, its smallest text %.1f px", w.name, l.SVGWidth, l.MinFont)
+
+			png, err := chromedp.Run(bctx, chromedp.ScreenshotScale(chromedp.CSS(`#sessions figure.chart`), 2))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(w.shot, png, 0o644))
+			t.Logf("the W(n) chart: %s", w.shot)
+		})
+	}
+	assert.Empty(t, heard.take(), "the page must write no error to the console and fetch nothing")
+}

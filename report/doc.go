@@ -51,6 +51,18 @@
 // accuracy. A layer whose conditions are not both in the run is left out,
 // with a note.
 //
+// # Sessions
+//
+// A run of session trials (staged workloads: bench.Trial.Stages) gets
+// Report.Sessions, per (model, condition) and stage (sessions.go): the
+// accuracy at stage k (a session that ended before k is not right at
+// k), W(n), the mean cumulative input tokens at stage n over the
+// sessions that reached it, and CC_q(n), seed 000's smallest budget with
+// which a share q of sessions passes stages 1..n, a Kaplan–Meier quantile
+// in which sessions cut by a budget are censored and sessions that failed
+// a check never pass (ccn.go). Infra trials are left out. A run without
+// session trials has no such section.
+//
 // Non-goals: statistics across runs beyond the paired comparison of two,
 // significance tests (the power note says what a table can tell apart, and
 // tests nothing), money in the log (prices come only from --prices).

@@ -105,6 +105,7 @@ type htmlPage struct {
 	Estimated   bool
 	Chart       htmlChart
 	AccCost     htmlAccCost
+	Sessions    *htmlSessions // nil for a run without session trials
 	Titles      titles
 	TaskTables  []htmlTaskTable // the first run's, then the second's
 	Transcripts []htmlTranscripts
@@ -218,6 +219,7 @@ func newHTMLPage(rep *Report, runs []*Run, runLink string) *htmlPage {
 	}
 	p.Chart = ladderChart(rep)
 	p.AccCost = accCostChart(rep)
+	p.Sessions = sessionsHTML(rep)
 	anchors := newHTMLAnchors()
 	// The first run's notebooks, by trajectory (rep.Tasks is of that run).
 	notebooks := map[string]string{}
@@ -851,13 +853,18 @@ var htmlFuncs = template.FuncMap{
 		}
 		return strconv.Itoa(n) + " turns"
 	},
-	"ladderMethod": func() string { return ladderMethod },
-	"layersMethod": func() string { return layersMethod },
-	"power":        powerNote,
-	"fewestTasks":  fewestTasks,
-	"ladderPower":  ladderPower,
-	"poolWaitNote": poolWaitNote,
-	"dropped":      droppedNote,
+	"ladderMethod":        func() string { return ladderMethod },
+	"layersMethod":        func() string { return layersMethod },
+	"power":               powerNote,
+	"fewestTasks":         fewestTasks,
+	"ladderPower":         ladderPower,
+	"poolWaitNote":        poolWaitNote,
+	"sessionsMethod":      func() string { return sessionsMethod },
+	"stageAccuracyMethod": func() string { return stageAccuracyMethod },
+	"wnMethod":            func() string { return wnMethod },
+	"ccMethod":            func() string { return ccMethod },
+	"sessionsCSS":         func() template.CSS { return template.CSS(sessionsCSS) },
+	"dropped":             droppedNote,
 	"comparisons": func(first string, rows []Comparison) any {
 		return struct {
 			First string
@@ -866,7 +873,7 @@ var htmlFuncs = template.FuncMap{
 	},
 }
 
-var htmlTemplate = template.Must(template.Must(template.New("report.html").Funcs(htmlFuncs).Funcs(recordFuncs).Parse(htmlSource)).Parse(accCostSource))
+var htmlTemplate = template.Must(template.Must(template.Must(template.New("report.html").Funcs(htmlFuncs).Funcs(recordFuncs).Parse(htmlSource)).Parse(accCostSource)).Parse(wnSource))
 
 const htmlSource = `<!doctype html>
 <html lang="en">
@@ -1010,12 +1017,14 @@ svg.ladder .acc-ci,svg.ladder .xlabel.sub{font-size:13px}
 svg.ladder .acc-label{font-size:12px}
 svg.acccost text,svg.acccost .tick,svg.acccost .axis-title{font-size:14px}
 }
+{{if .Sessions}}{{sessionsCSS}}{{end -}}
 </style>
 </head>
 <body>
 <main>
 <h1>ctxcode report</h1>
 <nav class="toc"><a href="#ladder">Ladder</a><a href="#chart">Chart</a><a href="#acccost">Accuracy and cost</a>
+{{- if .Sessions}}<a href="#sessions">Sessions</a>{{end}}
 {{- if .Rep.Layers}}<a href="#attribution">Attribution{{if .ManyRuns}} (run 1){{end}}</a>{{end}}
 {{- if .Rep.Versus}}<a href="#versus">Against {{.Rep.Baseline}}{{if .ManyRuns}} (run 1){{end}}</a>{{end}}
 {{- if .Rep.Pairs}}<a href="#pairs">Second run against first</a>{{end}}
@@ -1126,6 +1135,7 @@ svg.acccost text,svg.acccost .tick,svg.acccost .axis-title{font-size:14px}
 <h2>Accuracy and cost</h2>
 {{template "acccost" .AccCost}}
 </section>
+{{- with .Sessions}}{{template "sessions" .}}{{end}}
 {{define "comparisons"}}<div class="scroll"><table class="comparisons">
 <thead><tr><th>{{.First}}</th><th>model</th><th>from → to</th><th class="n">tasks</th><th>context ratio</th><th>output ratio</th><th>accuracy difference</th></tr></thead>
 <tbody>{{range .Rows}}

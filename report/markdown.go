@@ -79,6 +79,7 @@ func Markdown(w io.Writer, rep *Report, runLinks ...string) error {
 		b.WriteString("\n" + n + "\n")
 	}
 	recordsMarkdown(&b, rep)
+	sessionsMarkdown(&b, rep)
 
 	s := sectionTitles(rep)
 	if len(rep.Layers) > 0 {

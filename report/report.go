@@ -182,6 +182,9 @@ type Report struct {
 	Notes []string     `json:"notes"`
 	// By are the results by a meta field of the tasks (Options.By).
 	By *Breakdown `json:"by,omitempty"`
+	// Sessions are the figures of session trials (staged workloads),
+	// stage by stage; nil for runs without them.
+	Sessions *Sessions `json:"sessions,omitempty"`
 }
 
 // RunInfo describes a run of the report.
@@ -342,6 +345,7 @@ func Build(runs []*Run, opts Options) (*Report, error) {
 	if opts.Prices != nil {
 		rep.Notes = append(rep.Notes, unpriced(runs, opts.Prices)...)
 	}
+	rep.Sessions = buildSessions(runs, rep.Rows)
 	first := runs[0]
 	conds := conditionNames(first)
 	rep.Baseline = opts.Baseline
