@@ -56,6 +56,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ctxcode/ctxcode/kernel"
@@ -177,6 +178,7 @@ const (
 	KernelDied      Status = "kernel_died"             // the model's code killed the kernel more often than MaxRestarts, or at all in one shot (Result.Death)
 	KernelFailed    Status = "kernel_failed"           // the kernel could not be restarted, or failed by no act of the cells
 	ModelFailed     Status = "model_error"             // the model's API failed
+	Interrupted     Status = "interrupted"             // the user stopped the stage (Conversation.Interrupt)
 )
 
 // Answer sources (DESIGN.md, "Answers and accuracy").
@@ -648,6 +650,10 @@ type runner struct {
 	staleWhy string
 	// inCell says a cell is running in the kernel (a cancel then kills it).
 	inCell bool
+	// running is the kernel of a Python cell in flight, for Interrupt from
+	// another goroutine; interrupted says the user asked the stage to stop.
+	running     atomic.Pointer[kernel.Kernel]
+	interrupted atomic.Bool
 }
 
 func (r *runner) execOptions() kernel.ExecOptions {
@@ -664,6 +670,9 @@ func (r *runner) progress(running string) {
 // ended (its status is set). ev is the call's event, for the caller to
 // write; nil when no call was made.
 func (r *runner) send(ctx context.Context) (reply llm.Reply, ok bool, ev *session.CallEvent, err error) {
+	if r.stopped() {
+		return reply, false, nil, nil
+	}
 	if r.res.Turns >= r.cfg.MaxTurns {
 		r.res.Status = MaxTurns
 		return reply, false, nil, nil
@@ -873,7 +882,10 @@ func (r *runner) runCell(ctx context.Context, c session.Cell) (done bool, err er
 	}
 	r.progress(firstLine(c.Code))
 	r.inCell = true
+	k := r.s.Kernel
+	r.running.Store(&k)
 	res, err := r.s.Kernel.Execute(ctx, c.Code, r.execOptions())
+	r.running.Store(nil)
 	r.inCell = ctx.Err() != nil && err != nil
 	if err != nil {
 		if ctx.Err() != nil {
@@ -892,7 +904,7 @@ func (r *runner) runCell(ctx context.Context, c session.Cell) (done bool, err er
 		r.answer(string(res.Answer), Executed)
 		return true, nil
 	}
-	return false, nil
+	return r.stopped(), nil
 }
 
 // restart brings a dead kernel back with the prefix built again, and tells
@@ -1054,7 +1066,10 @@ func (r *runner) oneShot(ctx context.Context) error {
 	}
 	r.progress(firstLine(code))
 	r.inCell = true
+	k := r.s.Kernel
+	r.running.Store(&k)
 	res, err := r.s.Kernel.Execute(ctx, code, r.execOptions())
+	r.running.Store(nil)
 	r.inCell = ctx.Err() != nil && err != nil
 	if err != nil {
 		if ctx.Err() != nil {
@@ -1075,7 +1090,9 @@ func (r *runner) oneShot(ctx context.Context) error {
 		r.answer(string(res.Answer), Executed)
 		return nil
 	}
-	r.res.Status = NoAnswer
+	if !r.stopped() {
+		r.res.Status = NoAnswer
+	}
 	return nil
 }
 

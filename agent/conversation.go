@@ -72,12 +72,42 @@ func (c *Conversation) Ask(ctx context.Context, question, task string) (*Result,
 	if err := c.recover(ctx); err != nil {
 		return nil, err
 	}
+	c.r.interrupted.Store(false)
 	res, err := c.ask(ctx, question, task)
 	if err != nil && ctx.Err() != nil && c.r.inCell {
 		c.r.inCell = false
 		c.killed = true
 	}
 	return res, err
+}
+
+// Interrupt stops the stage Ask is running; call it from another
+// goroutine (Ctrl-C in chat). During a Python cell it interrupts the
+// kernel: the cell ends with an error, what it bound so far and the
+// namespace stay, and the stage ends after it with status Interrupted, its
+// cells kept in the history. Between cells the stage ends before its next
+// model call. It reports whether the stage will end so; false when no cell
+// is running (a model call is: only cancelling Ask's context stops it) or
+// the kernel takes no interrupt (the Go kernel; condition A's bash). The
+// caller then cancels the context, which during a cell kills the kernel:
+// the next stage restarts it. A cell that ignores the interrupt (stuck in
+// native code) runs on until its timeout; cancelling the context ends it.
+func (c *Conversation) Interrupt() bool {
+	r := c.r
+	kp := r.running.Load()
+	if kp == nil {
+		return false
+	}
+	in, ok := (*kp).(interface{ Interrupt() error })
+	if !ok {
+		return false
+	}
+	r.interrupted.Store(true)
+	if err := in.Interrupt(); err != nil {
+		r.interrupted.Store(false)
+		return false
+	}
+	return true
 }
 
 // Stages is how many questions were asked.
@@ -207,4 +237,14 @@ func (r *runner) countOutput(output string) {
 	if n, err := session.CountTokens(r.cfg.Encoding, output); err == nil {
 		r.res.ToolResultTokens += n
 	}
+}
+
+// stopped says the user interrupted the stage, and ends it so.
+func (r *runner) stopped() bool {
+	if !r.interrupted.Load() {
+		return false
+	}
+	r.res.Status = Interrupted
+	r.res.Err = errors.New("interrupted by the user")
+	return true
 }

@@ -5,13 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcode/ctxcode/agent"
+	"github.com/ctxcode/ctxcode/internal/gatetest"
 	"github.com/ctxcode/ctxcode/llm"
 	"github.com/ctxcode/ctxcode/llm/llmtest"
 	"github.com/ctxcode/ctxcode/session"
@@ -218,4 +224,52 @@ func (m *foldingModel) Complete(_ context.Context, req session.Request) (llm.Rep
 	m.lastQuestion = req.Messages[req.Asked].Content
 	reply.Content = bigCell(300 + m.turns)
 	return reply, nil
+}
+
+func TestConversationInterruptKeepsTheNamespace(t *testing.T) {
+	fifo := filepath.Join(gatetest.SharedDir(t), "started")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o666))
+	require.NoError(t, os.Chmod(fifo, 0o666))
+	srv := llmtest.NewServer(t,
+		llmtest.Text("partial = len(tasks)\nwith open("+strconv.Quote(fifo)+", 'w') as f: f.write('in')\nimport time\ntime.sleep(300)", 700, 20),
+		llmtest.Text("ANSWER(partial)", 800, 5),
+	)
+	s := pmSession(t, "pm")
+	m := openAI(t, srv)
+	var buf bytes.Buffer
+	c, err := agent.NewConversation(s, m, agent.Config{CellTimeout: 10 * time.Minute}, agent.Info{Model: m.Name(), Session: "chat"}, agent.NewTrajectory(&buf), nil)
+	require.NoError(t, err)
+	assert.False(t, c.Interrupt(), "nothing runs yet")
+
+	type out struct {
+		res *agent.Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := c.Ask(context.Background(), "How many tasks?", "")
+		done <- out{res, err}
+	}()
+	b, err := os.ReadFile(fifo) // the cell is running
+	require.NoError(t, err)
+	require.Equal(t, "in", string(b))
+	require.True(t, c.Interrupt())
+	first := <-done
+	require.NoError(t, first.err)
+	assert.Equal(t, agent.Interrupted, first.res.Status)
+	assert.Equal(t, 1, first.res.Turns, "no model call after the interrupt")
+	require.Len(t, first.res.Cells, 1)
+	assert.Equal(t, "CellInterrupted", first.res.Cells[0].Result.Error.Name)
+
+	second, err := c.Ask(context.Background(), "And now?", "")
+	require.NoError(t, err)
+	assert.Equal(t, agent.Answered, second.Status)
+	var n int
+	require.NoError(t, json.Unmarshal([]byte(second.Answer), &n))
+	assert.Positive(t, n, "what the interrupted cell bound is still bound")
+	assert.Zero(t, second.Restarts)
+	reqs := srv.Requests()
+	require.Len(t, reqs, 2)
+	assert.Contains(t, reqs[1].Body.Messages[len(reqs[1].Body.Messages)-2].Content, "CellInterrupted",
+		"the model reads that its cell was interrupted")
 }

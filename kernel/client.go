@@ -39,6 +39,12 @@ type Conn interface {
 	Close() error
 }
 
+// Interrupter is a Conn that can deliver an interrupt (SIGINT) to its
+// kernel process: the local transport and Docker's.
+type Interrupter interface {
+	Interrupt() error
+}
+
 // Exit says how a kernel process ended.
 type Exit struct {
 	Code      int            // exit status; -1 when unknown
@@ -216,6 +222,10 @@ type Client struct {
 
 	closing   chan struct{} // closed by Close: a running cell gives up at once
 	closeOnce sync.Once
+
+	// running is the process of the cell in flight, for Interrupt (which
+	// does not take mu, held by the cell); nil between cells.
+	running atomic.Pointer[proc]
 }
 
 var (
@@ -346,7 +356,9 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecOptions) (Re
 	c.proc.maxLine.Store(max(int64(c.opts.MaxLineBytes), 18*int64(opts.MaxOutputBytes)+1<<20))
 	req := Request{Op: OpExec, Code: code, TimeoutMS: opts.Timeout.Milliseconds(), MaxOutputBytes: opts.MaxOutputBytes}
 	hard := opts.Timeout + c.opts.Grace
+	c.running.Store(c.proc)
 	res, err := c.roundTrip(ctx, req, hard)
+	c.running.Store(nil)
 	var dl *DeadlineError
 	if errors.As(err, &dl) {
 		dl.Timeout, dl.Grace = opts.Timeout, c.opts.Grace
@@ -496,6 +508,32 @@ func (c *Client) shutdown(kill bool) error {
 	}
 	close(p.stop)
 	return err
+}
+
+// ErrNoInterrupt is returned by Interrupt when the kernel or its transport
+// cannot take an interrupt (the Go kernel; a transport without one).
+var ErrNoInterrupt = errors.New("this kernel cannot be interrupted")
+
+// Interrupt asks the kernel to stop the cell it is running, as Ctrl-C in
+// a notebook does: the Python driver raises CellInterrupted in the cell's
+// code, the cell ends with an error result, and the namespace is kept. It
+// returns at once, before the cell has ended (Execute returns then), and
+// does nothing between cells. A cell stuck in native code does not stop;
+// its caller may then cancel Execute's context, which kills the kernel. It
+// is safe to call from another goroutine while Execute runs.
+func (c *Client) Interrupt() error {
+	if c.lang != Python {
+		return fmt.Errorf("%w: the %s kernel has no interrupt; cancel the cell to stop it (the kernel is restarted)", ErrNoInterrupt, c.lang)
+	}
+	p := c.running.Load()
+	if p == nil {
+		return nil
+	}
+	in, ok := p.conn.(Interrupter)
+	if !ok {
+		return fmt.Errorf("%w: its transport cannot send one", ErrNoInterrupt)
+	}
+	return in.Interrupt()
 }
 
 // Ping checks that the kernel answers, within timeout. A kernel that does

@@ -339,6 +339,18 @@ func (c *localConn) Exit() Exit {
 	return c.exit
 }
 
+// Interrupt sends SIGINT to the kernel's process group, as a terminal's
+// Ctrl-C would: the driver stops the running cell, and a command the cell
+// started gets it too.
+func (c *localConn) Interrupt() error {
+	select {
+	case <-c.done:
+		return nil
+	default:
+	}
+	return syscall.Kill(-c.cmd.Process.Pid, syscall.SIGINT)
+}
+
 func (c *localConn) Kill() error {
 	c.cancel() // cmd.Cancel kills the process group
 	return nil

@@ -419,6 +419,24 @@ func (c *conn) Exit() kernel.Exit {
 	return c.exit
 }
 
+// Interrupt sends SIGINT to the container's init, which hands it to the
+// kernel (kernel.Client.Interrupt): the running cell stops and the
+// namespace stays.
+func (c *conn) Interrupt() error {
+	select {
+	case <-c.done:
+		return nil
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := c.d.cli.ContainerKill(ctx, c.id, "INT")
+	if isNotFound(err) || (err != nil && strings.Contains(err.Error(), "is not running")) {
+		return nil
+	}
+	return err
+}
+
 // Kill stops the container at once (SIGKILL through the daemon).
 func (c *conn) Kill() error {
 	var err error

@@ -841,3 +841,43 @@ func TestWarmPool(t *testing.T) {
 		assert.Empty(t, describe(sessionContainers(t, cli, cfg.Session)), "a kernel whose preparation failed was left running")
 	})
 }
+
+// TestInterruptKeepsNamespace: an interrupt reaches the kernel through the
+// daemon (SIGINT to the container's init) and stops the running cell; the
+// namespace stays.
+func TestInterruptKeepsNamespace(t *testing.T) {
+	cli := newDockerClient(t)
+	cfg := testConfig(t)
+	removeSessionOnCleanup(t, cli, cfg.Session)
+	k := startKernel(t, cfg)
+	execCell(t, k, "kept = 'still here'", time.Minute)
+	cs := sessionContainers(t, cli, cfg.Session)
+	require.Len(t, cs, 1)
+	done := make(chan kernel.Result, 1)
+	go func() {
+		res, err := k.Execute(context.Background(), "import subprocess\npartial = 1\nsubprocess.run(['sleep', '300'])\npartial = 2",
+			kernel.ExecOptions{Timeout: 10 * time.Minute})
+		assert.NoError(t, err)
+		done <- res
+	}()
+	// The event: the cell's sleep is running in the container.
+	require.Eventually(t, func() bool {
+		top, err := cli.ContainerTop(context.Background(), cs[0].ID, nil)
+		if err != nil {
+			return false
+		}
+		for _, p := range top.Processes {
+			if strings.Contains(strings.Join(p, " "), "sleep 300") {
+				return true
+			}
+		}
+		return false
+	}, 2*time.Minute, 20*time.Millisecond, "the cell's command never ran")
+	require.NoError(t, k.Interrupt())
+	res := <-done
+	assert.Equal(t, kernel.StatusError, res.Status)
+	require.NotNil(t, res.Error)
+	assert.Equal(t, "CellInterrupted", res.Error.Name)
+	assert.Equal(t, "'still here'", execCell(t, k, "kept", time.Minute).Value)
+	assert.Equal(t, "1", execCell(t, k, "partial", time.Minute).Value)
+}

@@ -15,6 +15,10 @@ left after a timeout is the namespace as the cell left it.
 
 A cell that never returns to Python (a C loop) is not interrupted here;
 the client's hard deadline kills the kernel.
+
+An interrupt (SIGINT, sent by the client's Interrupt: Ctrl-C in chat) takes
+the same path at once: CellInterrupted is raised where the cell's code is,
+and the namespace is kept. Between cells it is dropped.
 """
 
 import signal
@@ -22,6 +26,10 @@ import signal
 
 class CellTimeout(BaseException):
     """Raised inside a cell by the soft timeout."""
+
+
+class CellInterrupted(BaseException):
+    """Raised inside a cell by an interrupt (SIGINT) from the client."""
 
 
 _RETRY = 0.005  # seconds: how soon a put-off timeout tries again
@@ -35,11 +43,22 @@ def _asyncio_file(filename):
 class _Timer:
     def __init__(self):
         self.armed = False
+        self.interrupted = False
         self.seconds = 0.0
         self.in_cell = None
 
     def error(self):
+        if self.interrupted:
+            return CellInterrupted("the cell was interrupted; the namespace is kept")
         return CellTimeout("cell exceeded its timeout of %gs; the namespace is kept" % self.seconds)
+
+    def on_interrupt(self, signum, frame):
+        # Between cells there is nothing to stop; in a cell, the alarm's own
+        # path raises the interrupt where the cell's code is on the stack.
+        if not self.armed:
+            return
+        self.interrupted = True
+        signal.setitimer(signal.ITIMER_REAL, _RETRY)
 
     def on_alarm(self, signum, frame):
         if not self.armed:
@@ -60,8 +79,9 @@ _timer = _Timer()
 def arm(seconds, in_cell):
     """Start the cell's soft timeout of seconds; in_cell(filename) says
     whether a frame's code is the cell's."""
-    _timer.seconds, _timer.in_cell = seconds, in_cell
+    _timer.seconds, _timer.in_cell, _timer.interrupted = seconds, in_cell, False
     signal.signal(signal.SIGALRM, _timer.on_alarm)  # a cell may have set its own
+    signal.signal(signal.SIGINT, _timer.on_interrupt)
     _timer.armed = True
     signal.setitimer(signal.ITIMER_REAL, seconds)
 
@@ -74,3 +94,10 @@ def disarm():
 
 def fired(exc_type):
     return exc_type is not None and issubclass(exc_type, CellTimeout)
+
+
+def listen():
+    """Take SIGINT for interrupts (the client's Interrupt): a cell's is
+    raised in it as CellInterrupted; one between cells is dropped, so that
+    the request loop never dies of it."""
+    signal.signal(signal.SIGINT, _timer.on_interrupt)

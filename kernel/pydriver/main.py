@@ -32,7 +32,7 @@ def run_exec(sh, out, req, main_pid):
             n, value, exc = sh.run(code)
         finally:
             limits.disarm()
-    except limits.CellTimeout:
+    except (limits.CellTimeout, limits.CellInterrupted):
         n, value, exc = n0, "", sys.exc_info()  # (the shells catch it in the cell's code)
     if os.getpid() != main_pid:
         capture.flush_streams()  # a child forked by the cell must not return to the protocol
@@ -84,6 +84,7 @@ def main():
     builtins.input = capture.no_input
     sh, flavour = cells.make_shell(log)
     cells.bind_driver_names(sh.user_ns)
+    limits.listen()
     version = "python %d.%d.%d %s" % (sys.version_info[:3] + (flavour,))
     main_pid = os.getpid()
     while True:
