@@ -292,6 +292,14 @@ func Prepare(cfg Config, warn io.Writer) (*Setup, error) {
 					m.SkipTasks = append(m.SkipTasks, ut.ID)
 				}
 			}
+			for _, ss := range s.Run.Sessions { // a session with a stage it skips
+				for _, id := range ss.Tasks {
+					if m.Skip[id] && !m.Skip[ss.Name] {
+						m.Skip[ss.Name] = true
+						m.SkipTasks = append(m.SkipTasks, ss.Name)
+					}
+				}
+			}
 		} else {
 			m.BaseURL, m.Seed = cfg.BaseURL, cfg.SampleSeed
 			// Made now, so that a model that cannot be made (no key, a bad

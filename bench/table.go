@@ -81,6 +81,7 @@ func WriteSummary(w io.Writer, out *Outcome, spec Spec, dir string, asJSON bool)
 				r.Condition, r.KernelDied)
 		}
 	}
+	writeStages(w, out.Final, many)
 	for _, r := range rows {
 		if r.Estimated {
 			fmt.Fprintln(w, "(means per trial; token counts estimated by the tokenizer where the model reported none)")
@@ -108,4 +109,38 @@ func WriteSummary(w io.Writer, out *Outcome, spec Spec, dir string, asJSON bool)
 	}
 	fmt.Fprintf(w, "; the run is in %s\n", dir)
 	return nil
+}
+
+// writeStages writes a line per (model, condition) of session trials:
+// their stages right out of those asked, and of those the sessions had.
+func writeStages(w io.Writer, final []Trial, many bool) {
+	type count struct{ sessions, asked, right int }
+	var keys []string
+	counts := map[string]*count{}
+	for _, t := range final {
+		if t.Session == "" || t.Class == ClassInfra {
+			continue
+		}
+		k := t.Condition
+		if many {
+			k = t.Model + " " + t.Condition
+		}
+		c := counts[k]
+		if c == nil {
+			c = &count{}
+			counts[k] = c
+			keys = append(keys, k)
+		}
+		c.sessions++
+		c.asked += len(t.Stages)
+		for _, st := range t.Stages {
+			if st.Correct {
+				c.right++
+			}
+		}
+	}
+	for _, k := range keys {
+		c := counts[k]
+		fmt.Fprintf(w, "%-8s %d session(s): %d of the %d stages asked right (a session counts as correct when every stage is)\n", k, c.sessions, c.right, c.asked)
+	}
 }
