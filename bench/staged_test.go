@@ -332,3 +332,35 @@ func TestReadTasksSessions(t *testing.T) {
 		})
 	}
 }
+
+// TestStagedBudgetSpansTheSession: --max-prompt-tokens bounds the whole
+// session: the stage that would pass what the earlier ones left ends with
+// max_prompt_tokens, and the session stops there, cut by its budget.
+func TestStagedBudgetSpansTheSession(t *testing.T) {
+	cfg := bigOutputTasks(t, 6)
+	cfg.Conditions, cfg.ConditionsFile = "D", ""
+	cfg.Agent.MaxPromptTokens = 6000 // each stage alone fits it
+	out := runStaged(t, cfg)
+	var tr bench.Trial
+	for _, f := range out.Final {
+		if f.Task == "big" {
+			tr = f
+		}
+	}
+	require.NotEmpty(t, tr.Stages)
+	requireStageSums(t, tr)
+	n := len(tr.Stages)
+	require.Less(t, n, 6, "the session was cut")
+	require.Greater(t, n, 1)
+	last := tr.Stages[n-1]
+	assert.Equal(t, agent.MaxPromptTokens, last.Status)
+	for _, st := range tr.Stages[:n-1] {
+		assert.True(t, st.Correct, "stage %d", st.Stage)
+		assert.Less(t, st.Own.InputTokens, 6000)
+	}
+	assert.LessOrEqual(t, tr.ContextTokens, 6000, "the session's prompt tokens stay in its budget")
+	assert.Equal(t, agent.MaxPromptTokens, tr.Status)
+	assert.True(t, tr.BudgetStop())
+	assert.Equal(t, bench.ClassModel, tr.Class)
+	assert.False(t, tr.Correct)
+}
