@@ -81,7 +81,7 @@ func WriteSummary(w io.Writer, out *Outcome, spec Spec, dir string, asJSON bool)
 				r.Condition, r.KernelDied)
 		}
 	}
-	writeStages(w, out.Final, many)
+	writeStages(w, rows, out.Final, many)
 	for _, r := range rows {
 		if r.Estimated {
 			fmt.Fprintln(w, "(means per trial; token counts estimated by the tokenizer where the model reported none)")
@@ -111,25 +111,26 @@ func WriteSummary(w io.Writer, out *Outcome, spec Spec, dir string, asJSON bool)
 	return nil
 }
 
-// writeStages writes a line per (model, condition) of session trials:
-// their stages right out of those asked, and of those the sessions had.
-func writeStages(w io.Writer, final []Trial, many bool) {
+// writeStages writes a line per (model, condition) of session trials, in
+// the rows' order: their stages right out of those asked.
+func writeStages(w io.Writer, rows []Row, final []Trial, many bool) {
 	type count struct{ sessions, asked, right int }
-	var keys []string
+	key := func(model, cond string) string {
+		if many {
+			return model + " " + cond
+		}
+		return cond
+	}
 	counts := map[string]*count{}
 	for _, t := range final {
 		if t.Session == "" || t.Class == ClassInfra {
 			continue
 		}
-		k := t.Condition
-		if many {
-			k = t.Model + " " + t.Condition
-		}
+		k := key(t.Model, t.Condition)
 		c := counts[k]
 		if c == nil {
 			c = &count{}
 			counts[k] = c
-			keys = append(keys, k)
 		}
 		c.sessions++
 		c.asked += len(t.Stages)
@@ -139,8 +140,12 @@ func writeStages(w io.Writer, final []Trial, many bool) {
 			}
 		}
 	}
-	for _, k := range keys {
-		c := counts[k]
-		fmt.Fprintf(w, "%-8s %d session(s): %d of the %d stages asked right (a session counts as correct when every stage is)\n", k, c.sessions, c.right, c.asked)
+	note := " (a session is correct when every stage is)"
+	for _, r := range rows {
+		k := key(r.Model, r.Condition)
+		if c := counts[k]; c != nil {
+			fmt.Fprintf(w, "%-8s %d session(s): %d of the %d stages asked right%s\n", k, c.sessions, c.right, c.asked, note)
+			note = ""
+		}
 	}
 }

@@ -73,7 +73,7 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 	fs.StringVar(&o.prefixName, "prefix", "", "the prefix of B, D and C: a built-in name or a file (default pm for ctxcode data)")
 	fs.StringVar(&tasks, "task", "", "only these tasks, a comma list of ids")
 	fs.BoolVar(&o.json, "json", false, "print the summary as JSON lines, one per model and condition")
-	fs.IntVar(&o.stages, "stages", 0, "built-in tasks: ask them in sessions of N questions in one conversation and kernel, a trial each (the tasks shuffled by --seed and N, cut in runs of N; the rest left out)")
+	fs.IntVar(&o.stages, "stages", 0, "built-in tasks: sessions of N questions each, asked in one conversation and kernel as one trial (see Staged workloads)")
 	fs.StringVar(&o.policy, "context", "none", "every condition's context policy: none, elide, summarize or staged (a variant may set its own)")
 	fs.IntVar(&o.agent.Context.Window, "window", session.DefaultWindow, "the context window, in tokens, the policy's thresholds are shares of")
 	fs.Float64Var(&o.agent.Context.Soft, "soft", session.DefaultSoft, "elide and staged: elide stale cell outputs past this share of the window")
