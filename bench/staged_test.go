@@ -364,3 +364,23 @@ func TestStagedBudgetSpansTheSession(t *testing.T) {
 	assert.Equal(t, bench.ClassModel, tr.Class)
 	assert.False(t, tr.Correct)
 }
+
+// TestStagedReferenceSkipsASessionWithoutASolution: the reference model
+// has no trial of a session one of whose stages has no solution.
+func TestStagedReferenceSkipsASessionWithoutASolution(t *testing.T) {
+	cfg := bigOutputTasks(t, 2)
+	b, err := os.ReadFile(cfg.TaskFile)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	lines[1] = `{"id": "big-2", "session": "big", "stage": 2, "question": "Stage 2?", "answer_type": "integer", "gold": 2}`
+	require.NoError(t, os.WriteFile(cfg.TaskFile, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	s, err := bench.Prepare(cfg, &strings.Builder{})
+	require.NoError(t, err)
+	require.Len(t, s.Run.Models, 1)
+	assert.Equal(t, []string{"big-2", "big"}, s.Run.Models[0].SkipTasks)
+	out := runStaged(t, cfg)
+	require.Len(t, out.Final, 3, "the task alone, in D and its two variants")
+	for _, tr := range out.Final {
+		assert.Equal(t, "alone", tr.Task)
+	}
+}
