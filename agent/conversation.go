@@ -110,6 +110,12 @@ func (c *Conversation) Interrupt() bool {
 	return true
 }
 
+// SetMaxPromptTokens sets the prompt-token budget of the stages asked
+// after it (Config.MaxPromptTokens, which otherwise bounds each stage on
+// its own): a caller whose budget spans the session passes what is left of
+// it before each stage. n below 1 is taken as 1, a budget no call fits.
+func (c *Conversation) SetMaxPromptTokens(n int) { c.r.cfg.MaxPromptTokens = max(n, 1) }
+
 // Stages is how many questions were asked.
 func (c *Conversation) Stages() int { return c.stages }
 

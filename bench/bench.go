@@ -37,6 +37,10 @@ type Condition struct {
 	// Rules, when not nil, replaces the rules text of the condition's first
 	// message ("" for none): a variant's (agent.Config.Rules).
 	Rules *string
+	// Context is the context policy its trials run under (session.Context;
+	// the zero value is none): a condition's attribute, so that variants
+	// can compare policies in one run.
+	Context session.Context
 
 	// role is the prefix the condition starts from over a task's own data
 	// folder (Folder.Prefixes): none, the folder's prefix, or its control
@@ -53,6 +57,7 @@ func (c Condition) Info() ConditionInfo {
 	if c.Rules != nil {
 		ci.RulesSHA256 = agent.RulesHash(*c.Rules)
 	}
+	ci.Context = contextInfo(c.Context)
 	return ci
 }
 
@@ -94,6 +99,10 @@ type Run struct {
 	Models     []Model
 	Conditions []Condition
 	Tasks      []datasets.Task // in Spec.TaskList's order
+	// Sessions group tasks into staged sessions (Spec.Sessions): a trial
+	// of one asks its tasks one after another in one conversation and
+	// kernel (runSession). A task in no session is a trial of its own.
+	Sessions []Session
 	// DataDir is the host folder the kernels show as data/: condition A's
 	// read tool serves it and its skill document describes it, with links
 	// out of it followed as Spec.Data.FollowLinks says (and the Transport
@@ -122,11 +131,13 @@ type Run struct {
 // work is one trial to run.
 type work struct {
 	key   Key
-	model int // index in Run.Models
-	cond  int // index in Run.Conditions
-	task  *datasets.Task
-	pool  *poolRef
-	data  *Folder
+	model int            // index in Run.Models
+	cond  int            // index in Run.Conditions
+	task  *datasets.Task // a session's first stage's
+	// stages are a session's tasks in order; nil for a trial of one task.
+	stages []*datasets.Task
+	pool   *poolRef
+	data   *Folder
 }
 
 // Outcome is what a run did.
@@ -227,6 +238,20 @@ func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
 	return out, nil
 }
 
+// skips says whether m has no trial of the task id, or of the session id
+// whose tasks are stages: it has none of a session with a task it skips.
+func (m Model) skips(id string, stages []*datasets.Task) bool {
+	if m.Skip[id] {
+		return true
+	}
+	for _, t := range stages {
+		if m.Skip[t.ID] {
+			return true
+		}
+	}
+	return false
+}
+
 // models makes each model's player of each condition.
 func (r *Run) models() ([][]llm.Model, error) {
 	ms := make([][]llm.Model, len(r.Models))
@@ -280,8 +305,8 @@ func (r *Run) plan(ctx context.Context, l *Log) (todo []work, total int, _ error
 	}
 	for i, t := range r.Tasks {
 		tasks[t.ID] = i
-		tids = append(tids, t.ID)
 	}
+	tids, sessions := r.units()
 	gap := 2*len(r.Models)*len(r.Conditions) + max(r.Parallel, 1)
 	for i, k := range Order(r.Spec.OrderSeed, mnames, cnames, tids, r.Spec.Reps) {
 		if i%4096 == 0 {
@@ -290,15 +315,20 @@ func (r *Run) plan(ctx context.Context, l *Log) (todo []work, total int, _ error
 			}
 		}
 		mi := models[k.Model]
-		if r.Models[mi].Skip[k.Task] {
+		stages := sessions[k.Task]
+		if r.Models[mi].skips(k.Task, stages) {
 			continue
 		}
 		total++
 		if l.Done(k) {
 			continue
 		}
-		ci, ti := conds[k.Condition], tasks[k.Task]
-		f := r.folderOf(k.Task)
+		ci := conds[k.Condition]
+		task := &r.Tasks[tasks[k.Task]]
+		if stages != nil {
+			task = stages[0]
+		}
+		f := r.folderOf(task.ID) // a session's tasks share theirs
 		p := f.Prefixes[ci]
 		key := poolKey{f: f}
 		if p != nil {
@@ -316,7 +346,7 @@ func (r *Run) plan(ctx context.Context, l *Log) (todo []work, total int, _ error
 			refs = append(refs, st.ref)
 		}
 		st.last = len(todo)
-		todo = append(todo, work{key: k, model: mi, cond: ci, task: &r.Tasks[ti], pool: st.ref, data: f})
+		todo = append(todo, work{key: k, model: mi, cond: ci, task: task, stages: stages, pool: st.ref, data: f})
 	}
 	for _, w := range todo {
 		w.pool.left++
@@ -528,13 +558,18 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 	if w.data == r.main() {
 		info.Data = r.Spec.Data.Manifest
 	}
-	res, err := agent.Run(ctx, sess, model, cfg, info, traj, nil)
+	t := Trial{Key: w.key, Attempt: attempt, Trajectory: rel, Started: started.UTC()}
+	var res *agent.Result
+	if w.stages != nil {
+		res, err = r.runSession(ctx, w, sess, cfg, info, model, traj, &t)
+	} else {
+		res, err = agent.Run(ctx, sess, model, cfg, info, traj, nil)
+	}
 	if ctx.Err() != nil {
 		_ = f.Close()
 		_ = os.Remove(path + tempSuffix)
 		return Trial{}, context.Cause(ctx)
 	}
-	t := Trial{Key: w.key, Attempt: attempt, Trajectory: rel, Started: started.UTC()}
 	if err != nil {
 		// The session did not fit the protocol: nothing ran, and no trial
 		// after it would run either.
@@ -542,8 +577,11 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 		_ = os.Remove(path + tempSuffix)
 		return Trial{}, &FatalError{fmt.Errorf("trial %s: %w", w.key, err)}
 	}
-	grade(w.task, res, traj)
-	fill(&t, res)
+	if w.stages == nil {
+		grade(w.task, res, traj)
+		fill(&t, res)
+		t.Context, t.Folds = policyName(cfg.Context), res.Folds
+	}
 	t.PoolWaitMS = ready.Sub(started).Milliseconds()
 	if err := keepTrajectory(f, traj, path); err != nil {
 		// The trial ran, but what it did is not kept: it is not a result,

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ctxcode/ctxcode/agent"
+	"github.com/ctxcode/ctxcode/session"
 )
 
 // Variant is a line of a conditions file (ctxcode bench --conditions-file):
@@ -33,7 +34,46 @@ type Variant struct {
 	// base's role gives (a built-in name, or a file, relative to the
 	// conditions file's folder); "" for the base's.
 	Prefix string
-	Line   int // of the conditions file, from 1
+	// Context, Window, Soft, Hard and Recent, when not nil, set the
+	// variant's context policy (session.Context) over the run's (--context,
+	// --window, ...): {"name": "D-staged", "base": "D", "context": "staged"}.
+	Context            *string
+	Window             *int
+	Soft, Hard, Recent *float64
+	Line               int // of the conditions file, from 1
+}
+
+// ContextOver is the variant's context policy: run's, with the fields the
+// variant sets; an error says what of it makes no sense.
+func (v Variant) ContextOver(run session.Context) (session.Context, error) {
+	c := run
+	if v.Context != nil {
+		p, err := session.ParsePolicy(*v.Context)
+		if err != nil {
+			return c, err
+		}
+		c.Policy = p
+	}
+	if v.Window != nil {
+		if *v.Window < 1 {
+			return c, fmt.Errorf("window %d: give the context window in tokens, 1 or more", *v.Window)
+		}
+		c.Window = *v.Window
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+		to   *float64
+	}{{"soft", v.Soft, &c.Soft}, {"hard", v.Hard, &c.Hard}, {"recent", v.Recent, &c.Recent}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v <= 0 || *f.v > 1 {
+			return c, fmt.Errorf("%s %g: a share of the window, above 0 and at most 1", f.name, *f.v)
+		}
+		*f.to = *f.v
+	}
+	return c, c.Check()
 }
 
 // Rung is the variant as a condition of the ladder: its base's rung under
@@ -94,6 +134,12 @@ func ReadConditions(path string) ([]Variant, error) {
 			Base   *string `json:"base"`
 			Rules  *string `json:"rules"`
 			Prefix *string `json:"prefix"`
+			// The context policy (Variant.ContextOver).
+			Context *string  `json:"context"`
+			Window  *int     `json:"window"`
+			Soft    *float64 `json:"soft"`
+			Hard    *float64 `json:"hard"`
+			Recent  *float64 `json:"recent"`
 		}
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
@@ -102,7 +148,7 @@ func ReadConditions(path string) ([]Variant, error) {
 			err = errors.New("more than one JSON value on the line")
 		}
 		if err != nil {
-			problem("not a condition (%v): expected one JSON object per line with name, base and, when wanted, rules and prefix, such as %s",
+			problem("not a condition (%v): expected one JSON object per line with name, base and, when wanted, rules, prefix, context, window, soft, hard and recent, such as %s",
 				jsonProblem(err), conditionLineExample)
 			continue
 		}
@@ -147,9 +193,14 @@ func ReadConditions(path string) ([]Variant, error) {
 			continue
 		}
 		first[strings.ToLower(*v.Name)] = n
-		variant := Variant{Name: *v.Name, Base: base.Name, Rules: v.Rules, Line: n}
+		variant := Variant{Name: *v.Name, Base: base.Name, Rules: v.Rules, Line: n,
+			Context: v.Context, Window: v.Window, Soft: v.Soft, Hard: v.Hard, Recent: v.Recent}
 		if v.Prefix != nil {
 			variant.Prefix = *v.Prefix
+		}
+		if _, err := variant.ContextOver(session.Context{}); err != nil {
+			problem("%v", err)
+			continue
 		}
 		variants = append(variants, variant)
 	}

@@ -63,6 +63,35 @@
 // sandbox, computes the golds of gold_code, pins the Spec and opens the
 // Log. WriteSummary prints the end-of-run table.
 //
+// # Staged workloads
+//
+// A Session groups tasks into stages asked one after another in one
+// conversation and kernel (agent.Conversation): a task file's "session"
+// and "stage" (checked by ReadTasks: stages 1 to n, one data folder), or
+// BuiltinSessions for --stages (the built-in tasks shuffled by the data's
+// seed and the stage count, cut into runs of that many). Spec.Sessions
+// pins them. A trial of a session is keyed by its name (Key.Task) and
+// written to one trajectory: a run per stage, each followed by its grade.
+// Its line's Stages keep each stage's status, answer, verdict, its own
+// use and the session's cumulative use (StageUse: calls, input, output
+// and tool-result tokens); the trial's totals are their sums, and it is
+// correct when every stage is and none was left unasked. A session goes
+// on after a wrong or missing answer and after a stage's own max_turns
+// (MaxTurns is per stage); it stops after a stage that ran out of the
+// prompt-token budget or the model's window, whose kernel died or failed,
+// or whose API call failed (stopsSession); the trial's status is the first
+// stage's that was not right, else the last's, and its class the last
+// stage's, so an infra failure runs the whole session again on resume.
+// Budgets.MaxPromptTokens spans the session: each stage is given what the
+// stages before it left (agent.Conversation.SetMaxPromptTokens), so a
+// session is cut by its budget as CC(n) counts it (censored).
+//
+// A condition's context policy (Condition.Context, session.Context) is an
+// attribute of the condition: the run's (--context, --window, ...) or a
+// variant's own, pinned in run.json (ConditionInfo.Context) and named in
+// each trial line (Trial.Context); it applies to every trial, of one
+// question or of a session.
+//
 // # Order
 //
 // Trials run interleaved (Order): rep by rep, each task in every (model,

@@ -94,7 +94,7 @@ func (r *Run) session(ci int, f *Folder, skill string, followLinks bool) (*agent
 		sess.Skill, sess.DataDir, sess.FollowLinks = skill, f.Dir, followLinks
 	}
 	cfg := r.Agent
-	cfg.Protocol, cfg.Rules = cond.Protocol, cond.Rules
+	cfg.Protocol, cfg.Rules, cfg.Context = cond.Protocol, cond.Rules, cond.Context
 	return sess, cfg
 }
 

@@ -66,7 +66,11 @@ type Spec struct {
 	// TaskList is every task with its gold, so that the run directory
 	// alone can be graded and reported on.
 	TaskList []datasets.Task `json:"task_list"`
-	Data     DataInfo        `json:"data"`
+	// Sessions are the staged sessions the tasks are grouped into (a
+	// task file's "session" and "stage", or --stages), each a trial keyed
+	// by its name; a task in none is a trial of its own.
+	Sessions []Session `json:"sessions,omitempty"`
+	Data     DataInfo  `json:"data"`
 	// DataFolders are the data folders tasks of a task file bring ("data"
 	// on their lines), in the order of their first task, each with the
 	// prefixes written for it; Data is the run's --data (empty without
@@ -124,6 +128,9 @@ type ConditionInfo struct {
 	// its own rules.
 	Rules       *string `json:"rules,omitempty"`
 	RulesSHA256 string  `json:"rules_sha256,omitempty"`
+	// Context is the condition's context policy with its figures; absent
+	// for none.
+	Context *ContextInfo `json:"context,omitempty"`
 }
 
 // TaskSource says where the tasks came from: the built-in generator (Kind
@@ -134,6 +141,9 @@ type TaskSource struct {
 	Seed   int64  `json:"seed,omitempty"`
 	File   string `json:"file,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
+	// Stages is --stages: the built-in tasks were cut into sessions of
+	// this many questions (BuiltinSessions); 0 for none.
+	Stages int `json:"stages,omitempty"`
 }
 
 // DataInfo identifies the data the kernels see. Dir is where it was on the
@@ -908,6 +918,9 @@ func Diff(was, now Spec) []string {
 				case a.Prefix != b.Prefix || a.PrefixSHA256 != b.PrefixSHA256:
 					add("condition %s: prefix %s (sha256 %s) in the run, %s (sha256 %s) now",
 						a.Name, a.Prefix, head12(a.PrefixSHA256), b.Prefix, head12(b.PrefixSHA256))
+				case !sameJSON(a.Context, b.Context):
+					add("condition %s: context policy %s in the run, %s now (--context, --window, or the variant's)",
+						a.Name, contextText(a.Context), contextText(b.Context))
 				case a.FirstRequest != b.FirstRequest:
 					add("condition %s: first request sha256 %s in the run, %s now (its rules, tools or framing changed)",
 						a.Name, orNone(head12(a.FirstRequest)), orNone(head12(b.FirstRequest)))
@@ -923,6 +936,7 @@ func Diff(was, now Spec) []string {
 		add("task list: %d tasks (sha256 %s) in the run, %d tasks (sha256 %s) now",
 			len(was.TaskList), ha[:12], len(now.TaskList), hb[:12])
 	}
+	field("sessions", was.Sessions, now.Sessions)
 	field("data", was.Data.SHA256, now.Data.SHA256)
 	diffs = append(diffs, diffFolders(was.DataFolders, now.DataFolders)...)
 	field("data follow_links (--follow-links)", was.Data.FollowLinks, now.Data.FollowLinks)

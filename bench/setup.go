@@ -62,7 +62,12 @@ type Config struct {
 	// ConditionsFile a file of variants (ReadConditions), "" for none.
 	Conditions     string
 	ConditionsFile string
-	// TaskIDs keeps only these tasks; nil keeps all.
+	// Stages, above 0, cuts the built-in tasks into staged sessions of
+	// this many questions (BuiltinSessions), each a trial; a task file
+	// groups its own ("session", "stage") and takes none.
+	Stages int
+	// TaskIDs keeps only these tasks (or sessions, by name); nil keeps
+	// all.
 	TaskIDs []string
 	// Models are the models' names: llm.ReferenceName, or names that
 	// OpenModel makes clients of.
@@ -190,6 +195,13 @@ func (c Config) Check() error {
 		return inputErrorf("--data names the data: drop --tier and --seed (they pick a built-in data set)")
 	case c.OrderSeed < 0:
 		return inputErrorf("--order-seed %d: give 0 or more", c.OrderSeed)
+	case c.Stages < 0 || c.Stages > MaxStages:
+		return inputErrorf("--stages %d: give the questions of a session, 1 to %d (0: none, every task a trial of its own)", c.Stages, MaxStages)
+	case c.Stages > 0 && c.TaskFile != "":
+		return inputErrorf(`--stages cuts the built-in tasks into sessions, and --tasks brings its own: group a task file's tasks into sessions with "session" and "stage" on their lines, and drop --stages`)
+	}
+	if err := c.Agent.Context.Check(); err != nil {
+		return inputErrorf("--context: %v", err)
 	}
 	if c.DataDir != "" {
 		if err := outfile.CheckDataDir(c.DataDir); err != nil {
@@ -278,6 +290,14 @@ func Prepare(cfg Config, warn io.Writer) (*Setup, error) {
 			for _, ut := range s.UserTasks {
 				if m.Skip[ut.ID] {
 					m.SkipTasks = append(m.SkipTasks, ut.ID)
+				}
+			}
+			for _, ss := range s.Run.Sessions { // a session with a stage it skips
+				for _, id := range ss.Tasks {
+					if m.Skip[id] && !m.Skip[ss.Name] {
+						m.Skip[ss.Name] = true
+						m.SkipTasks = append(m.SkipTasks, ss.Name)
+					}
 				}
 			}
 		} else {
@@ -403,12 +423,18 @@ func (s *Setup) find(warn io.Writer) (err error) {
 	} else if s.Tasks, err = datasets.Tasks(d); err != nil {
 		return err
 	}
+	if cfg.Stages > 0 {
+		if err := s.builtinSessions(); err != nil {
+			return err
+		}
+	}
 	if len(cfg.TaskIDs) > 0 {
 		if err := s.only(cfg.TaskIDs); err != nil {
 			return err
 		}
 	}
 	if cfg.TaskFile != "" {
+		s.Run.Sessions = SessionsOf(s.UserTasks)
 		if err := s.findFolders(); err != nil {
 			return err
 		}
@@ -508,7 +534,8 @@ func (s *Setup) addConditions() error {
 			return inputErrorf("--conditions: %s runs in the %s kernel and %s in the %s kernel; run them in two runs", run.Conditions[0].Name, run.Language, r.Name, lang)
 		}
 		run.Language = lang
-		run.Conditions = append(run.Conditions, Condition{Name: r.Name, Protocol: r.Protocol, Prefix: p, Base: base, Rules: r.Rules, role: r.Prefix})
+		run.Conditions = append(run.Conditions, Condition{Name: r.Name, Protocol: r.Protocol, Prefix: p, Base: base, Rules: r.Rules,
+			Context: cfg.Agent.Context, role: r.Prefix})
 		return nil
 	}
 	for _, r := range rungs {
@@ -535,6 +562,10 @@ func (s *Setup) addConditions() error {
 		}
 		if err := add(r, p, v.Base); err != nil {
 			return err
+		}
+		c := &run.Conditions[len(run.Conditions)-1]
+		if c.Context, err = v.ContextOver(cfg.Agent.Context); err != nil {
+			return inputErrorf("%s:%d: variant %s: %v", cfg.ConditionsFile, v.Line, v.Name, err)
 		}
 	}
 	return nil
@@ -563,14 +594,25 @@ func (s *Setup) only(ids []string) error {
 		want[id] = true
 	}
 	var known []string
+	if s.Run.Sessions != nil {
+		return s.onlySessions(want)
+	}
 	if s.UserTasks != nil {
 		var kept []UserTask
+		asked := map[string]bool{}
 		for _, t := range s.UserTasks {
 			known = append(known, t.ID)
-			if want[t.ID] {
+			switch {
+			case want[t.ID] && t.Session != "":
+				return inputErrorf("--task %s: the task is stage %d of session %s, whose stages run together: name the session (--task %s)", t.ID, t.Stage, t.Session, t.Session)
+			case want[t.ID] || want[t.Session]:
 				kept = append(kept, t)
 				delete(want, t.ID)
+				asked[t.Session] = true
 			}
+		}
+		for name := range asked {
+			delete(want, name)
 		}
 		s.UserTasks = kept
 	} else {
@@ -831,6 +873,7 @@ func (s *Setup) Spec(ctx context.Context, tr kernel.Transport) (Spec, error) {
 		OrderSeed: s.OrderSeed,
 	}
 	sp.TaskList = s.Tasks
+	sp.Sessions = run.Sessions
 	for _, m := range run.Models {
 		sp.Models = append(sp.Models, m.ModelInfo)
 	}

@@ -81,6 +81,7 @@ func WriteSummary(w io.Writer, out *Outcome, spec Spec, dir string, asJSON bool)
 				r.Condition, r.KernelDied)
 		}
 	}
+	writeStages(w, rows, out.Final, many)
 	for _, r := range rows {
 		if r.Estimated {
 			fmt.Fprintln(w, "(means per trial; token counts estimated by the tokenizer where the model reported none)")
@@ -108,4 +109,43 @@ func WriteSummary(w io.Writer, out *Outcome, spec Spec, dir string, asJSON bool)
 	}
 	fmt.Fprintf(w, "; the run is in %s\n", dir)
 	return nil
+}
+
+// writeStages writes a line per (model, condition) of session trials, in
+// the rows' order: their stages right out of those asked.
+func writeStages(w io.Writer, rows []Row, final []Trial, many bool) {
+	type count struct{ sessions, asked, right int }
+	key := func(model, cond string) string {
+		if many {
+			return model + " " + cond
+		}
+		return cond
+	}
+	counts := map[string]*count{}
+	for _, t := range final {
+		if t.Session == "" || t.Class == ClassInfra {
+			continue
+		}
+		k := key(t.Model, t.Condition)
+		c := counts[k]
+		if c == nil {
+			c = &count{}
+			counts[k] = c
+		}
+		c.sessions++
+		c.asked += len(t.Stages)
+		for _, st := range t.Stages {
+			if st.Correct {
+				c.right++
+			}
+		}
+	}
+	note := " (a session is correct when every stage is)"
+	for _, r := range rows {
+		k := key(r.Model, r.Condition)
+		if c := counts[k]; c != nil {
+			fmt.Fprintf(w, "%-8s %d session(s): %d of the %d stages asked right%s\n", k, c.sessions, c.right, c.asked, note)
+			note = ""
+		}
+	}
 }

@@ -57,6 +57,12 @@ import (
 //	             file's folder (or absolute); without it the task is over
 //	             bench's --data. Its prefix is --prefix when it is --data,
 //	             else the one prefix init writes for it (see bench's Setup)
+//	session      optional, with stage: the staged session the task is a
+//	             stage of (a name as id is, that no task has as its id);
+//	             the tasks of a session are asked one after another in
+//	             one conversation and kernel, as one trial
+//	stage        the task's place in its session: 1 to n, each once, all
+//	             the session's tasks over the same data folder
 //
 // A task has gold or gold_code, never both. For example:
 //
@@ -90,6 +96,11 @@ type UserTask struct {
 	// file's "data", resolved against the task file's folder); "" for a
 	// task over the run's --data.
 	Data string `json:"data,omitempty"`
+	// Session names the staged session the task is a stage of, and Stage
+	// its place there (from 1); "" and 0 for a task that is a trial of its
+	// own.
+	Session string `json:"session,omitempty"`
+	Stage   int    `json:"stage,omitempty"`
 	// Line is the task's line in the file, 1-based.
 	Line int `json:"-"`
 }
@@ -134,7 +145,7 @@ func problemList(path string, problems []TaskProblem) string {
 }
 
 // taskFields are the fields of a task line, in the order the docs give them.
-var taskFields = []string{"id", "question", "answer_type", "gold", "gold_code", "solution", "accept", "tolerance", "decimals", "meta", "data"}
+var taskFields = []string{"id", "question", "answer_type", "gold", "gold_code", "solution", "accept", "tolerance", "decimals", "meta", "data", "session", "stage"}
 
 // answerTypes are the answer types a task may have.
 var answerTypes = []datasets.AnswerType{datasets.Integer, datasets.Number, datasets.String, datasets.Set, datasets.List, datasets.Record}
@@ -152,6 +163,8 @@ type taskLine struct {
 	Decimals   json.RawMessage `json:"decimals"`
 	Meta       json.RawMessage `json:"meta"`
 	Data       *string         `json:"data"`
+	Session    *string         `json:"session"`
+	Stage      json.RawMessage `json:"stage"`
 }
 
 const taskLineExample = `{"id": "q1", "question": "How many ...?", "answer_type": "integer", "gold": 42}`
@@ -210,6 +223,9 @@ func ReadTasks(path string) ([]UserTask, error) {
 			t.Line = n
 			tasks = append(tasks, t)
 		}
+	}
+	if len(problems) == 0 {
+		problems = checkSessions(tasks)
 	}
 	if len(problems) == 0 && len(tasks) == 0 {
 		problems = append(problems, TaskProblem{Msg: "no tasks: expected one JSON object per line, such as " + taskLineExample +
@@ -278,7 +294,7 @@ func parseTaskLine(line []byte) (UserTask, []string) {
 		} else if len(unknown) > 1 {
 			msgs = append(msgs, fmt.Sprintf("unknown fields %s: the fields are %s", strings.Join(unknown, ", "), strings.Join(taskFields, ", ")))
 		}
-		for _, k := range []string{"id", "question", "answer_type", "gold_code", "solution", "data"} {
+		for _, k := range []string{"id", "question", "answer_type", "gold_code", "solution", "data", "session"} {
 			v, ok := fields[k]
 			if !ok || string(v) == "null" {
 				continue
@@ -352,7 +368,125 @@ func parseTaskLine(line []byte) (UserTask, []string) {
 			msgs = append(msgs, `data is empty: give the task's data folder, relative to the task file's folder, or leave "data" out (the task is then over --data)`)
 		}
 	}
+	msgs = append(msgs, parseStage(&t, tl, badField["session"])...)
 	return t, msgs
+}
+
+// parseStage reads a line's session and stage into t.
+func parseStage(t *UserTask, tl taskLine, badSession bool) []string {
+	hasStage := tl.Stage != nil && string(tl.Stage) != "null"
+	if badSession || (tl.Session == nil && !hasStage) {
+		return nil
+	}
+	var msgs []string
+	if tl.Session != nil {
+		t.Session = *tl.Session
+		if !validTaskID(t.Session) {
+			msgs = append(msgs, fmt.Sprintf("session %q is not a plain name: use letters, digits, '.', '_' and '-', not starting with '.', at most %d characters (it names the session's trial in the run directory's files)",
+				clipTaskText(t.Session), maxTaskIDLen))
+		}
+	}
+	var n float64
+	switch {
+	case !hasStage:
+		msgs = append(msgs, `session without stage: give the task's place in its session as "stage": 1, 2, ...`)
+	case json.Unmarshal(tl.Stage, &n) != nil || n != math.Trunc(n) || n < 1 || n > MaxStages:
+		msgs = append(msgs, fmt.Sprintf("stage is %s: give the task's place in its session, a whole number from 1 to %d", clipTaskText(string(tl.Stage)), MaxStages))
+	case tl.Session == nil:
+		msgs = append(msgs, `stage without session: name the session the task is a stage of as "session", or leave "stage" out`)
+	default:
+		t.Stage = int(n)
+	}
+	return msgs
+}
+
+// checkSessions finds the problems of the sessions of tasks, each named
+// with its lines: a session's stages must be numbered 1 to n, each once,
+// its tasks must share one data folder, and its name must not be a task's
+// id (both name a trial).
+func checkSessions(tasks []UserTask) []TaskProblem {
+	var (
+		names    []string
+		bySess   = map[string][]UserTask{}
+		idLine   = map[string]int{}
+		problems []TaskProblem
+	)
+	for _, t := range tasks {
+		idLine[t.ID] = t.Line
+		if t.Session == "" {
+			continue
+		}
+		if _, ok := bySess[t.Session]; !ok {
+			names = append(names, t.Session)
+		}
+		bySess[t.Session] = append(bySess[t.Session], t)
+	}
+	for _, name := range names {
+		st := bySess[name]
+		first := st[0].Line
+		if at, ok := idLine[name]; ok {
+			problems = append(problems, TaskProblem{Line: first, Msg: fmt.Sprintf("session %q has the name of the task on line %d: both would name a trial; rename the session", name, at)})
+		}
+		byStage := map[int]int{}
+		top := 0
+		for _, t := range st {
+			if at, dup := byStage[t.Stage]; dup {
+				problems = append(problems, TaskProblem{Line: t.Line, Msg: fmt.Sprintf("session %q has stage %d twice (line %d has it already): number its stages 1 to n, each once", name, t.Stage, at)})
+				continue
+			}
+			byStage[t.Stage] = t.Line
+			top = max(top, t.Stage)
+			if t.Data != st[0].Data {
+				problems = append(problems, TaskProblem{Line: t.Line, Msg: fmt.Sprintf("session %q: this task's data folder (%s) is not that of its stage on line %d (%s): a session's stages run in one kernel over one data folder",
+					name, orMain(t.Data), first, orMain(st[0].Data))})
+			}
+		}
+		var missing []string
+		for k := 1; k <= top; k++ {
+			if _, ok := byStage[k]; !ok {
+				missing = append(missing, strconv.Itoa(k))
+			}
+		}
+		if len(missing) > 0 {
+			problems = append(problems, TaskProblem{Line: first, Msg: fmt.Sprintf("session %q has no stage %s (its stages go up to %d): number its stages 1 to n without gaps",
+				name, strings.Join(missing, ", "), top)})
+		}
+	}
+	return problems
+}
+
+// orMain names a task's data folder: its own, or --data.
+func orMain(dir string) string {
+	if dir == "" {
+		return "--data"
+	}
+	return dir
+}
+
+// SessionsOf are the sessions of tasks, checked (checkSessions), each
+// with its tasks in stage order, in the order of their first line.
+func SessionsOf(tasks []UserTask) []Session {
+	var out []Session
+	at := map[string]int{}
+	stages := map[string]map[int]string{}
+	for _, t := range tasks {
+		if t.Session == "" {
+			continue
+		}
+		if _, ok := at[t.Session]; !ok {
+			at[t.Session] = len(out)
+			out = append(out, Session{Name: t.Session})
+			stages[t.Session] = map[int]string{}
+		}
+		stages[t.Session][t.Stage] = t.ID
+	}
+	for i := range out {
+		m := stages[out[i].Name]
+		for k := 1; k <= len(m); k++ {
+			out[i].Tasks = append(out[i].Tasks, m[k])
+		}
+	}
+	return out
 }
 
 // resolveTaskData makes t's data folder a clean absolute path, relative to

@@ -11,6 +11,7 @@ import (
 	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/llm"
 	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/session"
 )
 
 var benchUsage = helpText("bench")
@@ -43,6 +44,10 @@ type benchOptions struct {
 	unsafeLocal bool
 	// picksData says --tier or --seed was given.
 	picksData bool
+	// stages cuts the built-in tasks into sessions; policy is --context,
+	// whose figures (--window, ...) go to agent.Context.
+	stages int
+	policy string
 }
 
 func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
@@ -68,6 +73,12 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 	fs.StringVar(&o.prefixName, "prefix", "", "the prefix of B, D and C: a built-in name or a file (default pm for ctxcode data)")
 	fs.StringVar(&tasks, "task", "", "only these tasks, a comma list of ids")
 	fs.BoolVar(&o.json, "json", false, "print the summary as JSON lines, one per model and condition")
+	fs.IntVar(&o.stages, "stages", 0, "built-in tasks: sessions of N questions each, asked in one conversation and kernel as one trial (see Staged workloads)")
+	fs.StringVar(&o.policy, "context", "none", "every condition's context policy: none, elide, summarize or staged (a variant may set its own)")
+	fs.IntVar(&o.agent.Context.Window, "window", session.DefaultWindow, "the context window, in tokens, the policy's thresholds are shares of")
+	fs.Float64Var(&o.agent.Context.Soft, "soft", session.DefaultSoft, "elide and staged: elide stale cell outputs past this share of the window")
+	fs.Float64Var(&o.agent.Context.Hard, "hard", session.DefaultHard, "summarize and staged: fold the old middle into a summary past this share of the window")
+	fs.Float64Var(&o.agent.Context.Recent, "recent", session.DefaultRecent, "the share of the window the last turns keep whole")
 	fs.BoolVar(&o.unsafeLocal, "unsafe-local", false, "with --sandbox local, run a model behind an API even where its kernels can read the run and the golds")
 	if err := fs.parse(args, 0, ""); err != nil {
 		return nil, err
@@ -83,6 +94,14 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 		return nil, usagef("bench: give the run directory with --out RUNDIR (a new folder, or one that holds this run to resume it)")
 	}
 	o.picksData = fs.Changed("tier") || fs.Changed("seed")
+	policy, err := session.ParsePolicy(o.policy)
+	if err != nil {
+		return nil, usagef("--context: %v", err)
+	}
+	o.agent.Context.Policy = policy
+	if o.agent.Context.Window < 1 {
+		return nil, usagef("--window %d: give the context window in tokens, 1 or more", o.agent.Context.Window)
+	}
 	for _, m := range strings.Split(models, ",") {
 		if m = strings.TrimSpace(m); m == "" && strings.TrimSpace(models) != "" {
 			return nil, usagef("--model %q: an empty name in the list", models)
@@ -134,8 +153,8 @@ func (o *benchOptions) config() bench.Config {
 		Prefix: o.prefixName, Control: o.control,
 		Conditions: o.conditions, ConditionsFile: o.conditionsFile, TaskIDs: o.taskIDs,
 		Models: o.models, BaseURL: o.endpoint(),
-		PicksData: o.picksData,
-		Reps:      o.reps, Parallel: o.parallel, OrderSeed: o.orderSeed, OrderSeedSet: o.orderSeedSet,
+		PicksData: o.picksData, Stages: o.stages,
+		Reps: o.reps, Parallel: o.parallel, OrderSeed: o.orderSeed, OrderSeedSet: o.orderSeedSet,
 		Agent:       o.agent,
 		Sandbox:     o.sandbox.openOptions(""),
 		FollowLinks: o.sandbox.followLinks,
