@@ -288,3 +288,51 @@ func (s *Setup) onlySessions(want map[string]bool) error {
 	s.keepSessionTasks()
 	return nil
 }
+
+// Units is the run's task list as its trials are keyed. A session trial's
+// key names its session, so each session is listed once, where its first
+// stage was, as a unit whose question lists its stages' questions and whose
+// gold is theirs in order; the tasks in no session stay as they are. The
+// report reads this list, so that its per-task figures and pairings are
+// per session in a staged run.
+func (s Spec) Units() []datasets.Task {
+	if len(s.Sessions) == 0 {
+		return s.TaskList
+	}
+	at := map[string]int{}
+	for i, t := range s.TaskList {
+		at[t.ID] = i
+	}
+	first, staged := map[string]int{}, map[string]bool{}
+	for i, se := range s.Sessions {
+		for _, id := range se.Tasks {
+			staged[id] = true
+		}
+		if len(se.Tasks) > 0 {
+			first[se.Tasks[0]] = i
+		}
+	}
+	var out []datasets.Task
+	for _, t := range s.TaskList {
+		i, ok := first[t.ID]
+		if !ok {
+			if !staged[t.ID] {
+				out = append(out, t)
+			}
+			continue
+		}
+		se := s.Sessions[i]
+		u := datasets.Task{ID: se.Name, Template: "session"}
+		var qs []string
+		var golds []any
+		for k, id := range se.Tasks {
+			if j, ok := at[id]; ok {
+				qs = append(qs, fmt.Sprintf("(%d) %s", k+1, s.TaskList[j].Question))
+				golds = append(golds, s.TaskList[j].Gold)
+			}
+		}
+		u.Question, u.Gold = strings.Join(qs, " "), golds
+		out = append(out, u)
+	}
+	return out
+}

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcode/ctxcode/datasets"
+
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/llm"
 	"github.com/ctxcode/ctxcode/session"
@@ -71,4 +73,16 @@ func TestSessionInfraRunsAgainWhole(t *testing.T) {
 	require.Len(t, tr.Stages, len(ids), "every stage, from the first")
 	assert.True(t, tr.Correct)
 	assert.Equal(t, agent.Answered, tr.Status)
+}
+
+func TestSpecUnitsListSessionsOnce(t *testing.T) {
+	tasks := []datasets.Task{{ID: "a", Question: "qa?", Gold: 1}, {ID: "b", Question: "qb?", Gold: "x"}, {ID: "c", Question: "qc?", Gold: 2}, {ID: "d", Question: "qd?"}}
+	s := Spec{TaskList: tasks}
+	assert.Equal(t, tasks, s.Units(), "without sessions, the tasks")
+	s.Sessions = []Session{{Name: "s1", Tasks: []string{"c", "a"}}}
+	u := s.Units()
+	require.Len(t, u, 3)
+	assert.Equal(t, []string{"b", "s1", "d"}, []string{u[0].ID, u[1].ID, u[2].ID}, "a session sits where its first stage was")
+	assert.Equal(t, "(1) qc? (2) qa?", u[1].Question)
+	assert.Equal(t, []any{2, 1}, u[1].Gold)
 }

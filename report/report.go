@@ -38,8 +38,11 @@ func Load(dir string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	spec.TaskList = spec.Units() // per session where the trials are sessions
 	return &Run{Dir: dir, Spec: *spec, Final: bench.Final(trials), Lines: len(trials)}, nil
 }
+
+
 
 // MaxTrajectoryBytes bounds the trajectory a report reads (ReadTrajectory),
 // so that one runaway trial cannot make a page or a notebook too big to
