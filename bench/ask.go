@@ -86,12 +86,18 @@ type AskSetup struct {
 // to write from another goroutine (the kernel starts in the background).
 func PrepareAsk(ctx context.Context, cfg AskConfig, warn io.Writer) (*AskSetup, error) {
 	switch {
-	case cfg.OpenModel == nil && !cfg.Reference:
-		return nil, errors.New("bench.PrepareAsk: AskConfig.OpenModel is nil")
 	case cfg.Question != "" && cfg.Task != "":
 		return nil, inputErrorf("ask: give a question or --task, not both")
 	case cfg.Question == "" && cfg.Task == "":
 		return nil, inputErrorf("ask: give a question, or --task ID for a built-in task")
+	}
+	return prepare(ctx, cfg, warn)
+}
+
+// prepare is PrepareAsk's work, and PrepareChat's (no question yet).
+func prepare(ctx context.Context, cfg AskConfig, warn io.Writer) (*AskSetup, error) {
+	if cfg.OpenModel == nil && !cfg.Reference {
+		return nil, errors.New("bench: AskConfig.OpenModel is nil")
 	}
 	if err := checkAskData(cfg.DataDir); err != nil {
 		return nil, err
