@@ -286,6 +286,7 @@ func interruptPending(intr <-chan os.Signal) bool {
 type chatInput struct {
 	terminal bool
 	rl       *readline.Instance // on a terminal
+	stdin    io.Closer          // what rl reads
 	lines    *bufio.Scanner     // else
 	// On a terminal, a watcher closes the editor when ctx ends (SIGTERM at
 	// the prompt); quit stops it and wg waits for it.
@@ -306,7 +307,12 @@ func openChatInput(ctx context.Context, stdin io.Reader, stdout, stderr io.Write
 	if err != nil {
 		fmt.Fprintf(stderr, "ctxcode: warning: no chat history: %v\n", err)
 	}
+	// The editor reads stdin through cs, which Close ends even while a read
+	// waits for a key (SIGTERM at the prompt); readline's own Close would
+	// wait for that read.
+	cs := readline.NewCancelableStdin(f)
 	rl, err := readline.NewEx(&readline.Config{
+		Stdin:           cs,
 		Prompt:          chatPrompt,
 		HistoryFile:     history,
 		Stdout:          stdout,
@@ -315,13 +321,14 @@ func openChatInput(ctx context.Context, stdin io.Reader, stdout, stderr io.Write
 		EOFPrompt:       "\n",
 	})
 	if err != nil {
+		_ = cs.Close()
 		return nil, fmt.Errorf("open the line editor: %w", err)
 	}
-	in := &chatInput{terminal: true, rl: rl, quit: make(chan struct{})}
+	in := &chatInput{terminal: true, rl: rl, stdin: cs, quit: make(chan struct{})}
 	in.wg.Go(func() {
 		select {
 		case <-ctx.Done():
-			_ = rl.Close()
+			in.closeEditor()
 		case <-in.quit:
 		}
 	})
@@ -349,6 +356,13 @@ func (in *chatInput) close() {
 	}
 	close(in.quit)
 	in.wg.Wait()
+	in.closeEditor()
+}
+
+// closeEditor closes the line editor, which makes a Readline that waits
+// return io.EOF. It may be called more than once.
+func (in *chatInput) closeEditor() {
+	_ = in.stdin.Close()
 	_ = in.rl.Close()
 }
 

@@ -157,9 +157,17 @@ func TestChatBadInput(t *testing.T) {
 // Ctrl-C while the first question's cell runs stops that question and the
 // chat goes on; the second question is answered in the restarted kernel,
 // whose note the model reads; Ctrl-D ends the chat with exit 0 and leaves
-// no kernel process behind.
+// no kernel process or container behind.
 func TestChatInterruptKeepsSession(t *testing.T) {
-	requirePython(t)
+	for _, sb := range sandboxes(t) {
+		t.Run(sb, func(t *testing.T) {
+			needSandbox(t, sb)
+			testChatInterrupt(t, sb)
+		})
+	}
+}
+
+func testChatInterrupt(t *testing.T, sb string) {
 	dir := pmData(t)
 	srv := llmtest.NewServer(t,
 		llmtest.Text("import time; time.sleep(600)", 700, 10),
@@ -168,14 +176,25 @@ func TestChatInterruptKeepsSession(t *testing.T) {
 	tmp := t.TempDir()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	cmd := exec.Command(exe, "chat", "--model", "m", "--base-url", srv.URL, "--data", dir, "--sandbox", "local", "--timeout", "10m")
+	cmd := exec.Command(exe, "chat", "--model", "m", "--base-url", srv.URL, "--data", dir, "--sandbox", sb, "--timeout", "10m")
 	cmd.Env = append(os.Environ(), "CTXCODE_TEST_CLI=1", "OPENAI_API_KEY=sk-test", "TMPDIR="+tmp, "TERM=xterm")
 	term := startPty(t, cmd)
+	// What runs the kernel: its processes (local) or its container.
+	kernels := func() []string {
+		if sb == "docker" {
+			return containersOf(t, requireDocker(t), cmd.Process.Pid)
+		}
+		var pids []string
+		for _, p := range kernelProcesses(t, tmp) {
+			pids = append(pids, strconv.Itoa(p))
+		}
+		return pids
+	}
 
 	term.waitFor(t, chatPrompt)
 	term.send(t, "How many tasks?\r")
 	term.waitFor(t, "time.sleep(600)") // the progress line: the cell runs
-	require.NotEmpty(t, kernelProcesses(t, tmp), "the kernel runs the cell")
+	require.NotEmpty(t, kernels(), "the kernel runs the cell")
 	term.send(t, "\x03")
 	term.waitFor(t, "interrupted; the session goes on")
 	term.waitFor(t, chatPrompt)
@@ -186,18 +205,18 @@ func TestChatInterruptKeepsSession(t *testing.T) {
 	err = term.wait(t)
 	require.NoError(t, err, "exit 0 at Ctrl-D:\n%s", term.output())
 
-	out := term.output()
 	n := countLines(t, filepath.Join(dir, "tasks.jsonl"))
-	assert.Regexp(t, fmt.Sprintf(`[^\d]%d\r\n`, n), out, "the second question's answer")
+	assert.Regexp(t, fmt.Sprintf(`[^\d]%d\r\n`, n), term.output(), "the second question's answer")
 	reqs := srv.Requests()
 	require.Len(t, reqs, 2)
 	var second strings.Builder
 	for _, m := range reqs[1].Body.Messages {
 		second.WriteString(m.Content + "\n")
 	}
-	assert.Contains(t, second.String(), "the user interrupted this cell", "the model is told the kernel restarted")
+	assert.Contains(t, second.String(), "import time; time.sleep(600)\n[ctxcode: the user interrupted this cell, which stopped the kernel; it was restarted",
+		"the interrupted cell is in the history, with the note")
 	assert.Contains(t, second.String(), "How many tasks?", "the first question is in the conversation")
-	assert.Empty(t, kernelProcesses(t, tmp), "no kernel process is left")
+	assert.Empty(t, kernels(), "no kernel process or container is left")
 	left, err := filepath.Glob(filepath.Join(tmp, "ctxcode-kernel-*"))
 	require.NoError(t, err)
 	assert.Empty(t, left, "the kernels' folders are removed")
@@ -320,4 +339,44 @@ func countLines(t *testing.T, path string) int {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return strings.Count(strings.TrimSpace(string(b)), "\n") + 1
+}
+
+// TestChatPromptKeys: at the prompt, Ctrl-C on a line clears it, twice on
+// an empty line ends the chat (exit 0); SIGTERM at the prompt ends it with
+// 130. No question was asked, so no kernel started and no request went.
+func TestChatPromptKeys(t *testing.T) {
+	requirePython(t)
+	dir := pmData(t)
+	srv := llmtest.NewServer(t)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	start := func() (*exec.Cmd, *ptyProc) {
+		cmd := exec.Command(exe, "chat", "--model", "m", "--base-url", srv.URL, "--data", dir, "--sandbox", "local")
+		cmd.Env = append(os.Environ(), "CTXCODE_TEST_CLI=1", "OPENAI_API_KEY=sk-test", "TERM=xterm")
+		return cmd, startPty(t, cmd)
+	}
+
+	t.Run("Ctrl-C twice", func(t *testing.T) {
+		_, term := start()
+		term.waitFor(t, chatPrompt)
+		term.send(t, "half a question")
+		term.waitFor(t, "half a question")
+		term.send(t, "\x03")
+		term.waitFor(t, chatPrompt)
+		term.send(t, "\x03")
+		term.waitFor(t, "(Ctrl-D, or Ctrl-C again, ends the chat)")
+		term.waitFor(t, chatPrompt)
+		term.send(t, "\x03")
+		require.NoError(t, term.wait(t), term.output())
+	})
+	t.Run("SIGTERM", func(t *testing.T) {
+		cmd, term := start()
+		term.waitFor(t, chatPrompt)
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		err := term.wait(t)
+		var exitErr *exec.ExitError
+		require.ErrorAs(t, err, &exitErr, term.output())
+		assert.Equal(t, exitInterrupted, exitErr.ExitCode(), term.output())
+	})
+	assert.Empty(t, srv.Requests())
 }
