@@ -121,7 +121,7 @@ func (c *Chat) Ask(ctx context.Context, question string) (*AskResult, error) {
 		}
 		return nil, err
 	}
-	out := &AskResult{Question: question, Task: task, Rung: s.cfg.Rung, Prefix: s.prefix, Run: res}
+	out := &AskResult{Question: question, Task: task, Rung: s.cfg.Rung, Prefix: s.prefix, Run: res, Stage: c.conv.Stages()}
 	if res.Built != nil {
 		out.Cache = s.cache.state(s.prefix, res) // the question that built the prefix
 	}

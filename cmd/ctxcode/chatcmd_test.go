@@ -108,6 +108,7 @@ func TestChatTextAndTotals(t *testing.T) {
 	assert.Regexp(t, `^\[1 turn, 700 context tokens, 5 output tokens, 0 cached, `, lines[1])
 	assert.Regexp(t, `^\[session: 1 question, 1 call, 700 input tokens, 5 output tokens, 0 cached, [\d.]+s\]$`, lines[2])
 	assert.Equal(t, strconv.Itoa(countLines(t, filepath.Join(dir, "users.jsonl"))), lines[3])
+	assert.Regexp(t, `^\[1 turn, 750 context tokens, 6 output tokens, 0 cached, [\d.]+s \(model [\d.]+s, in the session's kernel\)\]$`, lines[4])
 	assert.Regexp(t, `^\[session: 2 questions, 2 calls, 1450 input tokens, 11 output tokens, 0 cached, [\d.]+s\]$`, lines[5])
 }
 
