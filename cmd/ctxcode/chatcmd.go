@@ -186,8 +186,8 @@ func (o *chatOptions) loop(ctx context.Context, chat *bench.Chat, in *chatInput,
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case interruptPending(intr):
-			return errInterrupted // SIGINT while no question ran
+		case !in.terminal && interruptPending(intr):
+			return errInterrupted // SIGINT while waiting for the next line of a pipe
 		case errors.Is(err, readline.ErrInterrupt):
 			if strings.TrimSpace(line) != "" {
 				presses = 0 // the line is cleared
@@ -208,9 +208,12 @@ func (o *chatOptions) loop(ctx context.Context, chat *bench.Chat, in *chatInput,
 		if question == "" {
 			continue
 		}
+		interruptPending(intr) // on a terminal, a stray SIGINT at the prompt (kill -INT) is not this question's
 		turn, stop := watchInterrupt(ctx, intr)
 		res, err := chat.Ask(turn, question)
 		interrupted := stop()
+		// A second Ctrl-C as the question winds down is the same one's.
+		interruptPending(intr)
 		o.progress.done()
 		var qe *bench.QuestionError
 		switch {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcode/ctxcode/internal/gatetest"
 	"github.com/ctxcode/ctxcode/llm/llmtest"
 )
 
@@ -380,4 +382,49 @@ func TestChatPromptKeys(t *testing.T) {
 		assert.Equal(t, exitInterrupted, exitErr.ExitCode(), term.output())
 	})
 	assert.Empty(t, srv.Requests())
+}
+
+// TestChatInterruptOverPipe: with questions on a pipe, SIGINT while a cell
+// runs stops that question and the next line is asked; the end of the
+// input ends the chat with 0.
+func TestChatInterruptOverPipe(t *testing.T) {
+	requirePython(t)
+	dir := pmData(t)
+	started := filepath.Join(gatetest.SharedDir(t), "started")
+	release := gatetest.FIFO(t, started)
+	srv := llmtest.NewServer(t,
+		llmtest.Text("open("+strconv.Quote(started)+").read()\nimport time\ntime.sleep(600)", 700, 10),
+		llmtest.Text("ANSWER(len(tasks))", 800, 5),
+	)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "chat", "--model", "m", "--base-url", srv.URL, "--data", dir, "--sandbox", "local", "--timeout", "10m", "--json")
+	cmd.Env = append(os.Environ(), "CTXCODE_TEST_CLI=1", "OPENAI_API_KEY=sk-test")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	_, err = io.WriteString(stdin, "How many tasks?\n")
+	require.NoError(t, err)
+	release() // returns once the cell opened the gate: it runs
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	_, err = io.WriteString(stdin, "How many tasks, again?\n")
+	require.NoError(t, err)
+	require.NoError(t, stdin.Close())
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("chat did not end:\n%s", stderr.String())
+	}
+	require.NoError(t, err, stderr.String())
+	assert.Contains(t, stderr.String(), "interrupted; the session goes on")
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout.String()), &rec), stdout.String())
+	assert.Equal(t, float64(countLines(t, filepath.Join(dir, "tasks.jsonl"))), rec["answer"])
+	assert.EqualValues(t, 2, rec["stage"])
 }
