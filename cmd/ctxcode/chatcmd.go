@@ -54,6 +54,9 @@ func parseChat(args []string, stderr io.Writer) (*chatOptions, error) {
 	if err := o.sandbox.check(); err != nil {
 		return nil, err
 	}
+	if strings.Contains(condition, ",") {
+		return nil, usagef("--condition %q: a chat runs in one condition; to compare conditions over many questions, use ctxcode bench --conditions %s", condition, condition)
+	}
 	var err error
 	if o.rung, err = parseRung(condition, string(agent.Loop), "", false, false, o.prefixName != ""); err != nil {
 		return nil, err

@@ -140,6 +140,7 @@ func TestChatBadInput(t *testing.T) {
 		{"one shot", []string{"--data", dir, "--condition", "C"}, "--condition C is the one shot"},
 		{"no prefix", []string{"--data", dir, "--condition", "A"}, "--condition A runs without a prefix"},
 		{"unknown condition", []string{"--data", dir, "--condition", "Z"}, `--condition "Z": expected one of`},
+		{"several conditions", []string{"--data", dir, "--condition", "B,D"}, "a chat runs in one condition"},
 		{"a question as an argument", []string{"--data", dir, "How many?"}, "chat takes only flags"},
 		{"trajectory exists", []string{"--data", dir, "--trajectory", traj}, "exists; pass --force to overwrite it"},
 	} {
@@ -427,4 +428,41 @@ func TestChatInterruptOverPipe(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout.String()), &rec), stdout.String())
 	assert.Equal(t, float64(countLines(t, filepath.Join(dir, "tasks.jsonl"))), rec["answer"])
 	assert.EqualValues(t, 2, rec["stage"])
+}
+
+// TestChatInterruptedInSetUp: SIGINT before the first question (here while
+// the built-in data is generated) ends the chat with 130, with no kernel
+// left: there is no session to keep.
+func TestChatInterruptedInSetUp(t *testing.T) {
+	requirePython(t)
+	tmp := t.TempDir()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "chat", "--model", "reference", "--sandbox", "local")
+	cmd.Env = append(os.Environ(), "CTXCODE_TEST_CLI=1", "XDG_CACHE_HOME="+t.TempDir(), "TMPDIR="+tmp)
+	stdin, err := cmd.StdinPipe() // open, and empty, until the end
+	require.NoError(t, err)
+	defer stdin.Close()
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	sc := bufio.NewScanner(stderr)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), "generating the built-in data set") {
+			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+		}
+	}
+	err = cmd.Wait()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr, strings.Join(lines, "\n"))
+	assert.Equal(t, exitInterrupted, exitErr.ExitCode(), strings.Join(lines, "\n"))
+	assert.Contains(t, lines, "ctxcode: interrupted")
+	assert.Empty(t, stdout.String())
+	assert.Empty(t, kernelProcesses(t, tmp))
 }
