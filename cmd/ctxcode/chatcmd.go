@@ -235,6 +235,9 @@ func (o *chatOptions) loop(ctx context.Context, chat *bench.Chat, in *chatInput,
 		if err := o.print(stdout, res, chat.Totals()); err != nil {
 			return err
 		}
+		if r := res.Run; r.Status != agent.Answered && r.Err != nil && !o.json {
+			fmt.Fprintf(stderr, "ctxcode: %v\n", r.Err) // why there is no answer; the chat goes on
+		}
 	}
 }
 

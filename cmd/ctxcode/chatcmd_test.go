@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/internal/gatetest"
 	"github.com/ctxcode/ctxcode/llm/llmtest"
 )
@@ -465,4 +466,21 @@ func TestChatInterruptedInSetUp(t *testing.T) {
 	assert.Contains(t, lines, "ctxcode: interrupted")
 	assert.Empty(t, stdout.String())
 	assert.Empty(t, kernelProcesses(t, tmp))
+}
+
+// TestChatGoesOnAfterAFailedQuestion: a question the model API fails is
+// printed as no answer, with why on stderr, and the next one is asked.
+func TestChatGoesOnAfterAFailedQuestion(t *testing.T) {
+	requirePython(t)
+	dir := pmData(t)
+	srv := llmtest.NewServer(t, llmtest.Error(400, "invalid_request_error", "the request was malformed"), llmtest.Text("ANSWER(len(users))", 700, 5))
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	got := runCLI(t, "How many tasks?\nHow many users?\n", "chat", "--model", "m", "--base-url", srv.URL, "--data", dir, "--sandbox", "local")
+	require.Equal(t, exitOK, got.code, got.stderr)
+	lines := strings.Split(strings.TrimSpace(got.stdout), "\n")
+	require.Len(t, lines, 6, got.stdout)
+	assert.Equal(t, fmt.Sprintf("no answer (%s)", agent.ModelFailed), lines[0])
+	assert.Contains(t, got.stderr, "the request was malformed")
+	assert.Equal(t, strconv.Itoa(countLines(t, filepath.Join(dir, "users.jsonl"))), lines[3])
+	assert.Contains(t, lines[5], "[session: 2 questions, 2 calls")
 }
