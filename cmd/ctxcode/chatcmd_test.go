@@ -26,7 +26,8 @@ import (
 
 // TestChatOverPipe: three questions on stdin, one session; the third
 // question's cell uses what the first one's bound, and its request holds
-// the earlier questions.
+// the earlier questions (the staged policy, over a window they fit in,
+// changes nothing).
 func TestChatOverPipe(t *testing.T) {
 	requirePython(t)
 	dir := pmData(t)
@@ -39,7 +40,8 @@ func TestChatOverPipe(t *testing.T) {
 	questions := []string{"Which tasks are blocked?", "How many tasks are there?", "Which is the first of the blocked ones?"}
 	stdin := questions[0] + "\n\n" + questions[1] + "\n   \n" + questions[2] + "\n"
 	traj := filepath.Join(t.TempDir(), "chat.jsonl")
-	got := runCLI(t, stdin, "chat", "--model", "m", "--base-url", srv.URL, "--data", dir, "--sandbox", "local", "--json", "--trajectory", traj)
+	got := runCLI(t, stdin, "chat", "--model", "m", "--base-url", srv.URL, "--data", dir, "--sandbox", "local", "--json", "--trajectory", traj,
+		"--context", "staged", "--window", "64000")
 	require.Equal(t, exitOK, got.code, got.stderr)
 
 	lines := strings.Split(strings.TrimSpace(got.stdout), "\n")
@@ -90,6 +92,7 @@ func TestChatOverPipe(t *testing.T) {
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
 		if ev["type"] == "run" {
 			assert.Equal(t, "chat", ev["session"])
+			assert.Equal(t, "staged: elide at 0.6, summarize at 0.85 of 64000 tokens", ev["context"], "the policy of --context and --window")
 			stages = append(stages, ev["stage"].(float64))
 		}
 	}
