@@ -889,6 +889,12 @@ func (r *runner) runCell(ctx context.Context, c session.Cell) (done bool, err er
 	r.inCell = ctx.Err() != nil && err != nil
 	if err != nil {
 		if ctx.Err() != nil {
+			if r.inCell {
+				// Cancelled as it ran (Ctrl-C in chat): the cell stays in
+				// the history, so that the note of the next stage's restart
+				// (Conversation.recover) goes on it, not on the cell before.
+				r.add(c, 0)
+			}
 			return true, ctx.Err()
 		}
 		return r.restart(ctx, c, err)

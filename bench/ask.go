@@ -86,12 +86,18 @@ type AskSetup struct {
 // to write from another goroutine (the kernel starts in the background).
 func PrepareAsk(ctx context.Context, cfg AskConfig, warn io.Writer) (*AskSetup, error) {
 	switch {
-	case cfg.OpenModel == nil && !cfg.Reference:
-		return nil, errors.New("bench.PrepareAsk: AskConfig.OpenModel is nil")
 	case cfg.Question != "" && cfg.Task != "":
 		return nil, inputErrorf("ask: give a question or --task, not both")
 	case cfg.Question == "" && cfg.Task == "":
 		return nil, inputErrorf("ask: give a question, or --task ID for a built-in task")
+	}
+	return prepare(ctx, cfg, warn)
+}
+
+// prepare is PrepareAsk's work, and PrepareChat's (no question yet).
+func prepare(ctx context.Context, cfg AskConfig, warn io.Writer) (*AskSetup, error) {
+	if cfg.OpenModel == nil && !cfg.Reference {
+		return nil, errors.New("bench: AskConfig.OpenModel is nil")
 	}
 	if err := checkAskData(cfg.DataDir); err != nil {
 		return nil, err
@@ -336,6 +342,10 @@ type AskResult struct {
 	// InitTime is how long prefix init took to write the prefix before the
 	// question's run; it counts in the question's wall time.
 	InitTime time.Duration
+	// Stage is the question's place in a chat (1 for the first); 0 for ask.
+	// A later question runs in the kernel the chat kept: its cost line
+	// shows no set-up unless it built the prefix.
+	Stage int
 }
 
 // Wall is the question's wall time: its run's, and prefix init's before it.
@@ -463,11 +473,15 @@ func (r *AskResult) CostLine() string {
 	if r.InitTime > 0 {
 		setup = fmt.Sprintf("prefix init %.2fs, %s", r.InitTime.Seconds(), setup)
 	}
+	timing := fmt.Sprintf("model %.2fs, %s %.2fs", res.Model.Seconds(), setup, res.Setup.Seconds())
+	if r.Stage > 1 && res.Built == nil && r.InitTime == 0 {
+		timing = fmt.Sprintf("model %.2fs, in the session's kernel", res.Model.Seconds())
+	}
 	discarded := ""
 	if res.Discarded > 0 {
 		discarded = fmt.Sprintf(", %d discarded call (%d context tokens) over a stale cached prefix", res.Discarded, res.DiscardedUsage.PromptTokens)
 	}
-	return fmt.Sprintf("[%d %s, %d context tokens, %d output tokens, %d cached, %.2fs (model %.2fs, %s %.2fs)%s%s%s]",
-		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, r.Wall().Seconds(), res.Model.Seconds(), setup, res.Setup.Seconds(),
+	return fmt.Sprintf("[%d %s, %d context tokens, %d output tokens, %d cached, %.2fs (%s)%s%s%s]",
+		res.Turns, turns, u.PromptTokens, u.CompletionTokens, u.CachedTokens, r.Wall().Seconds(), timing,
 		discarded, waited, est)
 }

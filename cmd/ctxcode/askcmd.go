@@ -149,11 +149,20 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // no --data is given, the ladder's prefixes, the reference or the
 // OpenAI-compatible model.
 func (o *askOptions) prepare(ctx context.Context, stderr io.Writer) (*bench.AskSetup, error) {
+	cfg, err := o.askConfig(stderr)
+	if err != nil {
+		return nil, err
+	}
+	return bench.PrepareAsk(ctx, cfg, o.progress)
+}
+
+// askConfig is bench.AskConfig over the flags (ask's, and chat's).
+func (o *askOptions) askConfig(stderr io.Writer) (bench.AskConfig, error) {
 	dataDir := o.dataDir
 	if dataDir == "" {
 		dir, err := datasets.Builtin(stderr)
 		if err != nil {
-			return nil, err
+			return bench.AskConfig{}, err
 		}
 		dataDir = dir
 	}
@@ -169,7 +178,7 @@ func (o *askOptions) prepare(ctx context.Context, stderr io.Writer) (*bench.AskS
 	if !cfg.Reference {
 		cfg.BaseURL = o.endpoint()
 	}
-	return bench.PrepareAsk(ctx, cfg, o.progress)
+	return cfg, nil
 }
 
 // askError is err with bad input (*bench.InputError, *sandbox.InputError)

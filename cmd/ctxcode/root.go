@@ -64,6 +64,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runPrefix(ctx, rest, stdout, stderr)
 	case "ask":
 		err = runAsk(ctx, rest, stdout, stderr)
+	case "chat":
+		err = runChat(ctx, rest, stdin, stdout, stderr)
 	case "bench":
 		err = runBench(ctx, rest, stdout, stderr)
 	case "notebook":
