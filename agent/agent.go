@@ -880,10 +880,10 @@ func (r *runner) runCell(ctx context.Context, c session.Cell) (done bool, err er
 		r.add(c, n)
 		return false, nil
 	}
-	r.progress(firstLine(c.Code))
 	r.inCell = true
 	k := r.s.Kernel
-	r.running.Store(&k)
+	r.running.Store(&k) // before the progress line that says the cell runs
+	r.progress(firstLine(c.Code))
 	res, err := r.s.Kernel.Execute(ctx, c.Code, r.execOptions())
 	r.running.Store(nil)
 	r.inCell = ctx.Err() != nil && err != nil
@@ -1070,10 +1070,10 @@ func (r *runner) oneShot(ctx context.Context) error {
 		r.res.Status = NoAnswer
 		return nil
 	}
-	r.progress(firstLine(code))
 	r.inCell = true
 	k := r.s.Kernel
-	r.running.Store(&k)
+	r.running.Store(&k) // before the progress line that says the cell runs
+	r.progress(firstLine(code))
 	res, err := r.s.Kernel.Execute(ctx, code, r.execOptions())
 	r.running.Store(nil)
 	r.inCell = ctx.Err() != nil && err != nil

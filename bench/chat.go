@@ -133,6 +133,13 @@ func (c *Chat) Ask(ctx context.Context, question string) (*AskResult, error) {
 	return out, nil
 }
 
+// Interrupt stops the question Ask is running, from another goroutine
+// (agent.Conversation.Interrupt): a running Python cell is interrupted in
+// the kernel, which keeps its namespace, and Ask returns with status
+// interrupted. False when that cannot be done (a model call, a cell that
+// takes no interrupt): cancel Ask's context then.
+func (c *Chat) Interrupt() bool { return c.conv.Interrupt() }
+
 // Totals is what the chat used so far.
 func (c *Chat) Totals() ChatTotals { return c.totals }
 

@@ -226,6 +226,8 @@ type Client struct {
 	// running is the process of the cell in flight, for Interrupt (which
 	// does not take mu, held by the cell); nil between cells.
 	running atomic.Pointer[proc]
+	// interrupts counts the interrupts sent to the current process.
+	interrupts atomic.Int64
 }
 
 var (
@@ -278,6 +280,7 @@ func (c *Client) start(ctx context.Context) (err error) {
 	p.maxLine.Store(int64(c.opts.MaxLineBytes))
 	go p.read()
 	c.proc, c.dead = p, nil
+	c.interrupts.Store(0) // a new process has seen none
 	defer func() {
 		if err != nil {
 			_ = c.shutdown(true)
@@ -354,7 +357,10 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecOptions) (Re
 	opts = opts.withDefaults()
 	// JSON escaping can grow output sixfold, in three fields.
 	c.proc.maxLine.Store(max(int64(c.opts.MaxLineBytes), 18*int64(opts.MaxOutputBytes)+1<<20))
-	req := Request{Op: OpExec, Code: code, TimeoutMS: opts.Timeout.Milliseconds(), MaxOutputBytes: opts.MaxOutputBytes}
+	// Interrupts counted before running is set: one sent after it is for
+	// this cell, and the driver counts it beyond the request's figure.
+	req := Request{Op: OpExec, Code: code, TimeoutMS: opts.Timeout.Milliseconds(), MaxOutputBytes: opts.MaxOutputBytes,
+		Interrupts: c.interrupts.Load()}
 	hard := opts.Timeout + c.opts.Grace
 	c.running.Store(c.proc)
 	res, err := c.roundTrip(ctx, req, hard)
@@ -533,6 +539,7 @@ func (c *Client) Interrupt() error {
 	if !ok {
 		return fmt.Errorf("%w: its transport cannot send one", ErrNoInterrupt)
 	}
+	c.interrupts.Add(1)
 	return in.Interrupt()
 }
 

@@ -15,6 +15,10 @@ type Request struct {
 	Command        string `json:"command,omitempty"` // the shell op's command line
 	TimeoutMS      int64  `json:"timeout_ms,omitempty"`
 	MaxOutputBytes int    `json:"max_output_bytes,omitempty"`
+	// Interrupts is, for exec, how many interrupts (SIGINT) the client had
+	// sent this process before the request: one the driver counts beyond
+	// it is this cell's, one within it a late one for an earlier cell.
+	Interrupts int64 `json:"interrupts,omitempty"`
 }
 
 // A response line is a [Result]. A kernel answers "ping" with a Result whose

@@ -103,9 +103,11 @@ var errInterrupted = fmt.Errorf("interrupted: %w", context.Canceled)
 
 // runChat asks the questions of stdin, one a line, in one live session.
 //
-// Ctrl-C is chat's own: while a question runs it cancels that question
-// (a running cell is killed with its kernel, which the next question
-// restarts over the prefix) and the chat goes on; during the set-up, or
+// Ctrl-C is chat's own: while a question runs it stops that question (a
+// running Python cell is interrupted in the kernel, which keeps its
+// namespace; a model call, or a cell that takes no interrupt, is
+// cancelled, and such a cell killed with its kernel, which the next
+// question restarts over the prefix) and the chat goes on; during the set-up, or
 // between questions read from a pipe, it ends the chat (130). At the
 // terminal's prompt the line editor reads Ctrl-C as a key: it clears the
 // line, and twice on an empty line ends the chat, as Ctrl-D does (0).
@@ -212,7 +214,7 @@ func (o *chatOptions) loop(ctx context.Context, chat *bench.Chat, in *chatInput,
 			continue
 		}
 		interruptPending(intr) // on a terminal, a stray SIGINT at the prompt (kill -INT) is not this question's
-		turn, stop := watchInterrupt(ctx, intr)
+		turn, stop := watchQuestion(ctx, intr, chat, stderr)
 		res, err := chat.Ask(turn, question)
 		interrupted := stop()
 		// A second Ctrl-C as the question winds down is the same one's.
@@ -231,6 +233,11 @@ func (o *chatOptions) loop(ctx context.Context, chat *bench.Chat, in *chatInput,
 			continue
 		case err != nil:
 			return askError(err)
+		}
+		if res.Run.Status == agent.Interrupted {
+			fmt.Fprintln(stderr, "ctxcode: interrupted; the session goes on, its variables kept")
+			fmt.Fprintln(stderr, chat.Totals())
+			continue
 		}
 		if err := o.print(stdout, res, chat.Totals()); err != nil {
 			return err
@@ -270,6 +277,42 @@ func watchInterrupt(ctx context.Context, intr <-chan os.Signal) (_ context.Conte
 			hit = true
 			cancel()
 		case <-quit:
+		}
+	}()
+	return ctx, func() bool {
+		close(quit)
+		<-done
+		cancel()
+		return hit
+	}
+}
+
+// watchQuestion is ctx for one question, watched for SIGINT on intr: the
+// first interrupts the running cell in the kernel when it can
+// (Chat.Interrupt: the namespace stays, the question ends after the
+// cell), else cancels ctx (a model call, or a cell that takes no
+// interrupt: it is killed with its kernel); a second cancels ctx. stop
+// stops watching and says whether a SIGINT came.
+func watchQuestion(ctx context.Context, intr <-chan os.Signal, chat *bench.Chat, stderr io.Writer) (_ context.Context, stop func() bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	quit, done := make(chan struct{}), make(chan struct{})
+	hit := false
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-intr:
+				if !hit && chat.Interrupt() {
+					hit = true
+					fmt.Fprintln(stderr, "\nctxcode: interrupting the cell (Ctrl-C again stops it by restarting the kernel)")
+					continue
+				}
+				hit = true
+				cancel()
+				return
+			case <-quit:
+				return
+			}
 		}
 	}()
 	return ctx, func() bool {

@@ -161,11 +161,13 @@ func TestChatBadInput(t *testing.T) {
 	assert.Empty(t, srv.Requests())
 }
 
-// TestChatInterruptKeepsSession runs ctxcode chat on a terminal (a pty):
-// Ctrl-C while the first question's cell runs stops that question and the
-// chat goes on; the second question is answered in the restarted kernel,
-// whose note the model reads; Ctrl-D ends the chat with exit 0 and leaves
-// no kernel process or container behind.
+// TestChatInterruptKeepsSession runs ctxcode chat on a terminal (a pty).
+// Ctrl-C while the first question's cell runs interrupts the cell in the
+// kernel: the question stops, the chat goes on, and the second question
+// uses what the cell bound. The third question's cell ignores the
+// interrupt, so a second Ctrl-C stops it by killing the kernel; the fourth
+// is answered in the restarted kernel, whose note the model reads. Ctrl-D ends
+// the chat with exit 0 and leaves no kernel process or container behind.
 func TestChatInterruptKeepsSession(t *testing.T) {
 	for _, sb := range sandboxes(t) {
 		t.Run(sb, func(t *testing.T) {
@@ -177,8 +179,11 @@ func TestChatInterruptKeepsSession(t *testing.T) {
 
 func testChatInterrupt(t *testing.T, sb string) {
 	dir := pmData(t)
+	stubborn := "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(600)"
 	srv := llmtest.NewServer(t,
-		llmtest.Text("import time; time.sleep(600)", 700, 10),
+		llmtest.Text("kept = len(tasks) * 2\nimport time; time.sleep(600)", 700, 10),
+		llmtest.Text("ANSWER(kept + 1)", 720, 5),
+		llmtest.Text(stubborn, 750, 10),
 		llmtest.Text("ANSWER(len(tasks))", 800, 5),
 	)
 	tmp := t.TempDir()
@@ -201,29 +206,49 @@ func testChatInterrupt(t *testing.T, sb string) {
 
 	term.waitFor(t, chatPrompt)
 	term.send(t, "How many tasks?\r")
-	term.waitFor(t, "time.sleep(600)") // the progress line: the cell runs
+	term.waitFor(t, "kept = len(tasks) * 2") // the progress line: the cell runs
 	require.NotEmpty(t, kernels(), "the kernel runs the cell")
 	term.send(t, "\x03")
+	term.waitFor(t, "interrupting the cell")
+	term.waitFor(t, "interrupted; the session goes on, its variables kept")
+	term.waitFor(t, chatPrompt)
+
+	n := countLines(t, filepath.Join(dir, "tasks.jsonl"))
+	term.send(t, "What is kept, plus one?\r")
+	term.waitFor(t, fmt.Sprintf("%d\r\n", 2*n+1)) // what the interrupted cell bound is still bound
+	term.waitFor(t, chatPrompt)
+
+	term.send(t, "Wait.\r")
+	term.waitFor(t, "import signal, time") // the stubborn cell runs
+	term.send(t, "\x03")
+	term.waitFor(t, "interrupting the cell")
+	term.send(t, "\x03") // it ignores the interrupt: the second Ctrl-C kills it
 	term.waitFor(t, "interrupted; the session goes on")
 	term.waitFor(t, chatPrompt)
+
 	term.send(t, "How many tasks, again?\r")
-	term.waitFor(t, "[session: 2 questions, 2 calls")
+	term.waitFor(t, "[session: 4 questions, 4 calls")
 	term.waitFor(t, chatPrompt)
 	term.send(t, "\x04")
 	err = term.wait(t)
 	require.NoError(t, err, "exit 0 at Ctrl-D:\n%s", term.output())
 
-	n := countLines(t, filepath.Join(dir, "tasks.jsonl"))
-	assert.Regexp(t, fmt.Sprintf(`[^\d]%d\r\n`, n), term.output(), "the second question's answer")
+	assert.Regexp(t, fmt.Sprintf(`[^\d]%d\r\n`, n), term.output(), "the last question's answer")
 	reqs := srv.Requests()
-	require.Len(t, reqs, 2)
-	var second strings.Builder
-	for _, m := range reqs[1].Body.Messages {
-		second.WriteString(m.Content + "\n")
+	require.Len(t, reqs, 4)
+	text := func(r llmtest.Request) string {
+		var b strings.Builder
+		for _, m := range r.Body.Messages {
+			b.WriteString(m.Content + "\n")
+		}
+		return b.String()
 	}
-	assert.Contains(t, second.String(), "import time; time.sleep(600)\n[ctxcode: the user interrupted this cell, which stopped the kernel; it was restarted",
-		"the interrupted cell is in the history, with the note")
-	assert.Contains(t, second.String(), "How many tasks?", "the first question is in the conversation")
+	second, last := text(reqs[1]), text(reqs[3])
+	assert.Contains(t, second, "CellInterrupted", "the model reads that its cell was interrupted")
+	assert.NotContains(t, second, "was restarted", "an interrupt keeps the kernel")
+	assert.Contains(t, last, "[ctxcode: the user interrupted this cell, which stopped the kernel; it was restarted",
+		"the killed cell is in the history, with the note")
+	assert.Contains(t, last, "How many tasks?", "the first question is in the conversation")
 	assert.Empty(t, kernels(), "no kernel process or container is left")
 	left, err := filepath.Glob(filepath.Join(tmp, "ctxcode-kernel-*"))
 	require.NoError(t, err)

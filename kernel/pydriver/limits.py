@@ -18,7 +18,10 @@ the client's hard deadline kills the kernel.
 
 An interrupt (SIGINT, sent by the client's Interrupt: Ctrl-C in chat) takes
 the same path at once: CellInterrupted is raised where the cell's code is,
-and the namespace is kept. Between cells it is dropped.
+and the namespace is kept. The driver counts them; each exec request says
+how many the client had sent before it, so one that arrives before the
+request is read still stops that cell, and a late one for an earlier cell
+stops nothing.
 """
 
 import signal
@@ -44,6 +47,8 @@ class _Timer:
     def __init__(self):
         self.armed = False
         self.interrupted = False
+        self.received = 0  # SIGINTs received by this process
+        self.allowed = 0  # of them, those sent before the running cell's request
         self.seconds = 0.0
         self.in_cell = None
 
@@ -53,10 +58,14 @@ class _Timer:
         return CellTimeout("cell exceeded its timeout of %gs; the namespace is kept" % self.seconds)
 
     def on_interrupt(self, signum, frame):
-        # Between cells there is nothing to stop; in a cell, the alarm's own
-        # path raises the interrupt where the cell's code is on the stack.
-        if not self.armed:
-            return
+        # Between cells there is nothing to stop (it is counted: one sent for
+        # the next cell before its request was read stops it at arm); in a
+        # cell, the alarm's own path raises it where the cell's code is.
+        self.received += 1
+        if self.armed and self.received > self.allowed:
+            self.fire()
+
+    def fire(self):
         self.interrupted = True
         signal.setitimer(signal.ITIMER_REAL, _RETRY)
 
@@ -76,14 +85,20 @@ class _Timer:
 _timer = _Timer()
 
 
-def arm(seconds, in_cell):
+def arm(seconds, in_cell, interrupts=0):
     """Start the cell's soft timeout of seconds; in_cell(filename) says
-    whether a frame's code is the cell's."""
+    whether a frame's code is the cell's; interrupts is how many the client
+    had sent before the cell's request (an interrupt counted beyond them,
+    even one that came before the request was read, is the cell's)."""
     _timer.seconds, _timer.in_cell, _timer.interrupted = seconds, in_cell, False
+    _timer.allowed = interrupts
     signal.signal(signal.SIGALRM, _timer.on_alarm)  # a cell may have set its own
     signal.signal(signal.SIGINT, _timer.on_interrupt)
     _timer.armed = True
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    if _timer.received > _timer.allowed:
+        _timer.fire()
+    else:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
 
 
 def disarm():

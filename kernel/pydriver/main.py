@@ -28,7 +28,7 @@ def run_exec(sh, out, req, main_pid):
     started = time.monotonic()
     try:
         try:
-            limits.arm(timeout, cells.is_cell_file)
+            limits.arm(timeout, cells.is_cell_file, int(req.get("interrupts") or 0))
             n, value, exc = sh.run(code)
         finally:
             limits.disarm()
