@@ -42,8 +42,6 @@ func Load(dir string) (*Run, error) {
 	return &Run{Dir: dir, Spec: *spec, Final: bench.Final(trials), Lines: len(trials)}, nil
 }
 
-
-
 // MaxTrajectoryBytes bounds the trajectory a report reads (ReadTrajectory),
 // so that one runaway trial cannot make a page or a notebook too big to
 // open.
