@@ -454,7 +454,10 @@ func (c *Conversation) ask(ctx context.Context, question, task string) (*Result,
 		// Something is still to be set up: it runs in the background, and
 		// the first request waits for it unless it needs nothing of it.
 		st := r.startSetup(ctx)
-		defer st.stop(s)
+		defer func() {
+			st.stop(s)
+			r.setup = nil // a set-up left unsettled (cancelled) is not the next stage's
+		}()
 		cells = s.Cached
 		if s.Prefix != nil && s.Cached == nil {
 			if err := r.settle(ctx); err != nil {
@@ -880,6 +883,9 @@ func (r *runner) runCell(ctx context.Context, c session.Cell) (done bool, err er
 		r.add(c, n)
 		return false, nil
 	}
+	if r.stopped() {
+		return true, nil // interrupted as the last cell ended: this one does not run
+	}
 	r.inCell = true
 	k := r.s.Kernel
 	r.running.Store(&k) // before the progress line that says the cell runs
@@ -937,6 +943,7 @@ func (r *runner) restart(ctx context.Context, c session.Cell, cause error) (bool
 	r.res.Restarts++
 	r.progress("restarting the kernel")
 	r.lastCode, r.lastCount, r.lastCall = "", 0, ""
+	c.Restarted = true
 	note := "the kernel died (" + why + ") and was restarted"
 	err := r.s.Kernel.Restart(ctx)
 	if err == nil && r.s.Prefix != nil {

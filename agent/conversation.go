@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/llm"
 	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/session"
@@ -35,8 +37,9 @@ type Conversation struct {
 	stages  int
 	earlier []session.Stage
 	summary string
-	// killed says a cancelled stage killed the kernel mid-cell.
-	killed bool
+	// cancelled says the last stage was cancelled: its kernel may be dead
+	// (recover).
+	cancelled bool
 }
 
 // NewConversation checks s as Run does and returns a conversation in it.
@@ -74,9 +77,8 @@ func (c *Conversation) Ask(ctx context.Context, question, task string) (*Result,
 	}
 	c.r.interrupted.Store(false)
 	res, err := c.ask(ctx, question, task)
-	if err != nil && ctx.Err() != nil && c.r.inCell {
-		c.r.inCell = false
-		c.killed = true
+	if err != nil && ctx.Err() != nil {
+		c.cancelled = true
 	}
 	return res, err
 }
@@ -123,30 +125,49 @@ func (c *Conversation) Stages() int { return c.stages }
 // none) and the stages since, each with the cells it ran.
 func (c *Conversation) History() (string, []session.Stage) { return c.summary, c.earlier }
 
-// recover restarts a kernel a cancelled stage killed, builds the prefix
-// again, and notes it on the last cell of that stage, which the model
-// reads next.
+// recover, after a cancelled stage, makes sure the kernel lives and holds
+// the prefix: a cancel kills a running cell with its kernel, and one
+// during the kernel's start, the prefix's build or a restart leaves it
+// dead or half-built. Such a kernel is restarted and the prefix built
+// again, and a note on the last cell of the history tells the model what
+// was lost.
 func (c *Conversation) recover(ctx context.Context) error {
-	if !c.killed {
+	if !c.cancelled {
 		return nil
 	}
 	r, s := c.r, c.r.s
+	killed := r.inCell
 	if s.Kernel == nil {
-		c.killed = false
+		c.cancelled, r.inCell = false, false
+		return nil // the next stage starts one
+	}
+	if !killed && (s.Prefix == nil || s.Cells != nil) && alive(ctx, s.Kernel) {
+		c.cancelled = false
 		return nil
 	}
 	r.progress("restarting the kernel")
 	r.lastCode, r.lastCount, r.lastCall = "", 0, ""
 	err := s.Kernel.Restart(ctx)
+	var cells []session.Cell
 	if err == nil && s.Prefix != nil {
-		_, err = prefixes.Build(ctx, s.Kernel, s.Prefix, r.execOptions())
+		cells, err = prefixes.Build(ctx, s.Kernel, s.Prefix, r.execOptions())
 	}
-	r.tr.Restart(session.RestartEvent{Cause: "the user interrupted a running cell", Error: errString(err)})
+	cause := "the user interrupted the session while the kernel was starting or being restarted"
+	if killed {
+		cause = "the user interrupted a running cell"
+	}
+	r.tr.Restart(session.RestartEvent{Cause: cause, Error: errString(err)})
 	if err != nil {
-		return fmt.Errorf("restart the kernel after the interrupted cell: %w", err)
+		return fmt.Errorf("restart the kernel after the interrupt: %w", err)
 	}
-	c.killed = false
+	c.cancelled, r.inCell = false, false
+	if s.Cells == nil {
+		s.Cells = cells
+	}
 	note := "the user interrupted this cell, which stopped the kernel; it was restarted"
+	if !killed {
+		note = "the user interrupted the session after this cell, which stopped the kernel; it was restarted"
+	}
 	if s.Prefix != nil {
 		note += fmt.Sprintf(" and the prefix ran again (%d cells), so what it bound is back", len(s.Prefix.Cells))
 		if names := r.boundNames(ctx); names != "" {
@@ -154,15 +175,25 @@ func (c *Conversation) recover(ctx context.Context) error {
 		}
 		note += "; what later cells bound is lost: compute it again"
 	}
-	if n := len(c.earlier); n > 0 {
-		st := &c.earlier[n-1]
+	for i := len(c.earlier) - 1; i >= 0; i-- {
+		st := &c.earlier[i]
 		if k := len(st.Cells); k > 0 {
 			cells := append([]session.Cell(nil), st.Cells...)
 			cells[k-1].After = append(append([]string(nil), cells[k-1].After...), note)
+			cells[k-1].Restarted = true
 			st.Cells = cells
+			break
 		}
 	}
 	return nil
+}
+
+// alive says whether k answers (a kernel that can say: kernel.Client).
+func alive(ctx context.Context, k kernel.Kernel) bool {
+	p, ok := k.(interface {
+		Ping(context.Context, time.Duration) error
+	})
+	return !ok || p.Ping(ctx, 30*time.Second) == nil
 }
 
 // fold makes the context policy's summary call over the first n turns of

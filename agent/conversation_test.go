@@ -18,8 +18,11 @@ import (
 
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/internal/gatetest"
+	"github.com/ctxcode/ctxcode/kernel"
+	"github.com/ctxcode/ctxcode/kernel/kerneltest"
 	"github.com/ctxcode/ctxcode/llm"
 	"github.com/ctxcode/ctxcode/llm/llmtest"
+	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/session"
 )
 
@@ -325,4 +328,30 @@ func TestConversationInterruptedCell(t *testing.T) {
 	assert.Contains(t, after[1], note)
 	assert.Contains(t, after[1], "what later cells bound is lost")
 	assert.Equal(t, "Second question?", msgs[len(msgs)-1].Content)
+}
+
+// TestConversationCancelledInSetUp: a stage cancelled while its kernel was
+// being set up leaves a kernel without the prefix; the next stage builds it
+// and answers (the chat goes on).
+func TestConversationCancelledInSetUp(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Text("ANSWER(len(tasks))", 800, 5))
+	p, err := prefixes.Load("pm")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &agent.Session{Prefix: p, Start: func(context.Context) (kernel.Kernel, error) {
+		k := kerneltest.Python(t, pmDir)
+		cancel() // the user's Ctrl-C, as the kernel has started and the prefix is to be built
+		return k, nil
+	}}
+	c, err := agent.NewConversation(s, openAI(t, srv), agent.Config{}, agent.Info{Session: "chat"}, nil, nil)
+	require.NoError(t, err)
+	_, err = c.Ask(ctx, "How many tasks?", "")
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotNil(t, s.Kernel, "the kernel it started is the session's, to close")
+
+	res, err := c.Ask(context.Background(), "How many tasks, then?", "")
+	require.NoError(t, err)
+	assert.Equal(t, agent.Answered, res.Status, "%v", res.Err)
+	assert.Equal(t, "500", res.Answer, "the prefix was built before the second question")
+	assert.NotEmpty(t, s.Cells)
 }

@@ -93,6 +93,9 @@ func (r *runner) settle(ctx context.Context) error {
 		s.Kernel = st.k
 	}
 	if st.err != nil {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%w, as the kernel was set up: %v", err, st.err) // the cancel's, not the prefix's
+		}
 		return st.err
 	}
 	if s.Prefix == nil {

@@ -287,7 +287,8 @@ type Trial struct {
 	Stages  []StageFigures `json:"stages,omitempty"`
 	// Context is the context policy the trial ran under (session.Policy's
 	// name: none, elide, summarize, staged); "" is none. Folds counts the
-	// summary calls the policy made (each in Turns' sum and the tokens).
+	// summary calls the policy made: they are in the tokens and in the
+	// stages' Calls (Turns + Folds), not in Turns.
 	Context string `json:"context,omitempty"`
 	Folds   int    `json:"folds,omitempty"`
 }

@@ -540,7 +540,11 @@ func (c *Client) Interrupt() error {
 		return fmt.Errorf("%w: its transport cannot send one", ErrNoInterrupt)
 	}
 	c.interrupts.Add(1)
-	return in.Interrupt()
+	if err := in.Interrupt(); err != nil {
+		c.interrupts.Add(-1) // not sent: the driver will not count it
+		return err
+	}
+	return nil
 }
 
 // Ping checks that the kernel answers, within timeout. A kernel that does

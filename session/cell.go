@@ -75,8 +75,14 @@ type Cell struct {
 	// replayed as text with the notes as a user message.
 	Call *ToolCall
 	// Elided says a context policy shows the cell's output as a one-line
-	// stub (Output), to save context; the cell's code stays as it ran.
-	Elided bool
+	// stub (Output), to save context; the cell's code and the harness's
+	// notes stay. Lost says the kernel restarted at or after the cell, so
+	// its Out[n] and _stdout[n] are gone: the stub does not send the model
+	// there.
+	Elided, Lost bool
+	// Restarted says the kernel was restarted at this cell (its notes say
+	// so): what the cells before it bound is gone.
+	Restarted bool
 }
 
 // Stage is one question of a conversation that came before the one being
@@ -108,7 +114,7 @@ func (c Cell) Text(lang kernel.Language, budget int) string {
 		b.WriteByte('\n')
 	}
 	if c.Elided {
-		b.WriteString(c.stub(lang) + "\n")
+		c.writeStub(&b, lang)
 		return b.String()
 	}
 	c.writeOutput(&b, lang, budget)

@@ -177,12 +177,17 @@ func (c Context) Plan(enc Encoding, p Protocol, in Input) (Plan, error) {
 		return pl, nil
 	}
 	turns := flatTurns(in)
+	if p == CLI {
+		in.Transcript.Language = shellOutput // sizes as the cli protocol shows outputs
+	}
 	middle, err := c.middle(enc, in, turns)
 	if err != nil {
 		return pl, err
 	}
 	if c.Policy.elides() && pl.Tokens > soft {
-		pl.Input, pl.Elided = elide(in, turns[:middle])
+		lang := pl.Input.Transcript.Language
+		pl.Input, pl.Elided = elide(in, turns[:middle], lastRestart(in, turns))
+		pl.Input.Transcript.Language = lang
 		if pl.Elided > 0 {
 			if err := count(); err != nil {
 				return pl, err
@@ -262,15 +267,27 @@ func cellOf(in Input, t turn) Cell {
 // minElide is the shortest output worth a stub: a stub is about this long.
 const minElide = 160
 
+// lastRestart is the index in turns of the last cell at which the kernel
+// restarted, -1 when it never did.
+func lastRestart(in Input, turns []turn) int {
+	for i := len(turns) - 1; i >= 0; i-- {
+		if t := turns[i]; t.cell >= 0 && cellOf(in, t).Restarted {
+			return i
+		}
+	}
+	return -1
+}
+
 // elide returns in with the outputs of the cells among turns shown as
-// stubs, and how many it elided; it copies what it changes.
-func elide(in Input, turns []turn) (Input, int) {
+// stubs, and how many it elided; it copies what it changes. The cells up
+// to the turn restarted (lastRestart) lost their values in the kernel.
+func elide(in Input, turns []turn, restarted int) (Input, int) {
 	n := 0
 	lang := in.Transcript.Language
 	earlier := append([]Stage(nil), in.Earlier...)
 	copied := map[int]bool{}
 	var fresh []Cell
-	for _, t := range turns {
+	for i, t := range turns {
 		if t.cell < 0 {
 			continue
 		}
@@ -278,7 +295,7 @@ func elide(in Input, turns []turn) (Input, int) {
 		if c.Elided || len(c.Output(lang, in.Budget)) <= minElide {
 			continue
 		}
-		c.Elided = true
+		c.Elided, c.Lost = true, i <= restarted
 		n++
 		if t.stage == len(in.Earlier) {
 			if fresh == nil {

@@ -180,3 +180,34 @@ func TestEarlierStagesRenderInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestStubKeepsNotesAndForgetsLostHomes: an elided cell keeps the
+// harness's notes, and after a restart its stub no longer sends the model
+// to Out[n] or _stdout[n], which the restart emptied.
+func TestStubKeepsNotesAndForgetsLostHomes(t *testing.T) {
+	in := history(6)
+	in.Earlier[0].Cells[0].Notes = []string{"your message had fences; they were taken out"}
+	restart := "the kernel died (oom) and was restarted; everything the cells after it defined is lost"
+	in.Earlier[2].Cells[0].Notes = []string{restart}
+	in.Earlier[2].Cells[0].Restarted = true
+	whole, err := Context{}.Plan(O200kBase, Bare, in)
+	require.NoError(t, err)
+	pl, err := Context{Policy: PolicyElide, Window: whole.Tokens}.Plan(O200kBase, Bare, in)
+	require.NoError(t, err)
+
+	first := pl.Input.Earlier[0].Cells[0]
+	require.True(t, first.Elided)
+	stub := first.Output(kernel.Python, 0)
+	assert.True(t, strings.HasPrefix(stub, Note("your message had fences; they were taken out")+"\n"), stub)
+	assert.Contains(t, stub, "run the cell again to see it", "a restart came after it: its _stdout is gone")
+	assert.NotContains(t, stub, "_stdout[")
+
+	atRestart := pl.Input.Earlier[2].Cells[0]
+	require.True(t, atRestart.Elided)
+	assert.Contains(t, atRestart.Output(kernel.Python, 0), restart, "the restart's note survives elision")
+	assert.Contains(t, atRestart.Text(kernel.Python, 0), restart)
+
+	after := pl.Input.Earlier[3].Cells[0]
+	require.True(t, after.Elided)
+	assert.Contains(t, after.Output(kernel.Python, 0), "it is still in _stdout[8]", "cells after the restart keep their homes")
+}

@@ -41,7 +41,9 @@ func Note(text string) string { return "[ctxcode: " + text + "]" }
 // A cell with no output at all reads "[ctxcode: no output]".
 func (c Cell) Output(lang kernel.Language, budget int) string {
 	if c.Elided {
-		return c.stub(lang)
+		var b strings.Builder
+		c.writeStub(&b, lang)
+		return strings.TrimSuffix(b.String(), "\n")
 	}
 	var b strings.Builder
 	c.writeOutput(&b, lang, budget)
@@ -188,33 +190,40 @@ func cut(p *part, keep int) string {
 	return head + note + "\n" + tail
 }
 
-// stub is an elided cell's output: one note that says how much was elided
-// and where the full value still lives in the kernel.
-func (c Cell) stub(lang kernel.Language) string {
-	var b strings.Builder
-	c.Elided = false
-	c.writeOutput(&b, lang, -1)
-	size := utf8.RuneCountInString(strings.TrimSuffix(b.String(), "\n"))
+// writeStub writes an elided cell's output: the harness's notes, one note
+// that says how much was elided and where the full value still lives in
+// the kernel (nowhere when the kernel restarted since: Lost), and the
+// notes after it.
+func (c Cell) writeStub(b *strings.Builder, lang kernel.Language) {
+	var whole strings.Builder
+	for _, p := range c.outputParts(lang) {
+		writeBlock(&whole, p.text)
+	}
+	size := utf8.RuneCountInString(strings.TrimSuffix(whole.String(), "\n"))
 	msg := "output elided to save context (" + strconv.Itoa(size) + " characters)"
 	n := strconv.Itoa(c.Result.Count)
-	switch {
-	case lang == shellOutput:
-		msg += "; run the command again to see it"
-	case (lang == kernel.Python || lang == "") && c.Result.Count > 0:
-		var homes []string
+	var homes []string
+	if (lang == kernel.Python || lang == "") && c.Result.Count > 0 && !c.Lost {
 		if c.Result.Stdout != "" {
 			homes = append(homes, "_stdout["+n+"]")
 		}
 		if c.Result.Value != "" && c.Result.Status == kernel.StatusOK && !c.Result.Answered() {
 			homes = append(homes, "Out["+n+"]")
 		}
-		if len(homes) > 0 {
-			msg += "; it is still in " + strings.Join(homes, " and ")
-		} else {
-			msg += "; run the cell again to see it"
-		}
+	}
+	switch {
+	case lang == shellOutput:
+		msg += "; run the command again to see it"
+	case len(homes) > 0:
+		msg += "; it is still in " + strings.Join(homes, " and ")
 	default:
 		msg += "; run the cell again to see it"
 	}
-	return Note(msg)
+	for _, t := range c.Notes {
+		b.WriteString(Note(t) + "\n")
+	}
+	b.WriteString(Note(msg) + "\n")
+	for _, t := range c.After {
+		b.WriteString(Note(t) + "\n")
+	}
 }
