@@ -386,7 +386,7 @@ func TestReferenceAnswersEveryTaskInConditionAInDocker(t *testing.T) {
 func dockerKernel(t *testing.T) kernel.Kernel {
 	t.Helper()
 	ctx := context.Background()
-	cli, err := sandbox.Connect(ctx)
+	cli, err := sandbox.Connect(ctx, sandbox.Host{})
 	if err != nil {
 		testenv.SkipOrFail(t, "%v", err)
 	}

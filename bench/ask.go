@@ -113,7 +113,7 @@ func prepare(ctx context.Context, cfg AskConfig, warn io.Writer) (*AskSetup, err
 		if cfg.Sandbox.Docker != nil {
 			image = cfg.Sandbox.Docker.Image
 		}
-		wg.Go(func() { imageID, _ = sandbox.ImageID(ctx, image) })
+		wg.Go(func() { imageID, _ = sandbox.ImageID(ctx, cfg.Sandbox.Host, image) })
 	}
 
 	d, m, err := datasets.Load(cfg.DataDir)

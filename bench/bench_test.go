@@ -95,7 +95,7 @@ func newBenchKernels(t *testing.T, dataDir string) *benchKernels {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cli, err := sandbox.Connect(ctx)
+	cli, err := sandbox.Connect(ctx, sandbox.Host{})
 	if err == nil {
 		t.Cleanup(func() { _ = cli.Close() })
 		ok, ierr := sandbox.ImageExists(ctx, cli, sandbox.KernelImage())

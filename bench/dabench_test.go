@@ -394,7 +394,7 @@ func TestDABenchAttachSolutions(t *testing.T) {
 func TestDABenchFixtureSolutions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cli, err := sandbox.Connect(ctx)
+	cli, err := sandbox.Connect(ctx, sandbox.Host{})
 	if err != nil {
 		testenv.SkipOrFail(t, "docker: %v", err)
 	}

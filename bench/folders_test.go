@@ -88,7 +88,7 @@ func TestRunOverTasksOwnData(t *testing.T) {
 	})
 	t.Run("docker", func(t *testing.T) {
 		ctx := context.Background()
-		cli, err := sandbox.Connect(ctx)
+		cli, err := sandbox.Connect(ctx, sandbox.Host{})
 		if err != nil {
 			testenv.SkipOrFail(t, "docker: %v", err)
 		}

@@ -918,7 +918,7 @@ func (s *Setup) Spec(ctx context.Context, tr kernel.Transport) (Spec, error) {
 		return Spec{}, err
 	}
 	if docker {
-		if sp.Runtime.ImageID, err = sandbox.ImageID(ctx, sp.Sandbox.Image); err != nil {
+		if sp.Runtime.ImageID, err = sandbox.ImageID(ctx, cfg.Sandbox.Host, sp.Sandbox.Image); err != nil {
 			return Spec{}, fmt.Errorf("the kernel image %s: %w", sp.Sandbox.Image, err)
 		}
 	} else {

@@ -26,7 +26,7 @@ import (
 func dockerPython(t *testing.T, dir string) func(t *testing.T) kernel.Kernel {
 	t.Helper()
 	ctx := context.Background()
-	cli, err := sandbox.Connect(ctx)
+	cli, err := sandbox.Connect(ctx, sandbox.Host{})
 	if err != nil {
 		testenv.SkipOrFail(t, "%v", err)
 	}

@@ -58,12 +58,12 @@ func (o OpenOptions) RuntimeIdentity(imageID string) string {
 }
 
 // ImageID is the id of image (default: DefaultConfig's, the kernel image)
-// at the Docker daemon Connect finds.
-func ImageID(ctx context.Context, image string) (string, error) {
+// at the Docker daemon h names (see Connect).
+func ImageID(ctx context.Context, h Host, image string) (string, error) {
 	if image == "" {
 		image = DefaultConfig().Image
 	}
-	cli, err := Connect(ctx)
+	cli, err := Connect(ctx, h)
 	if err != nil {
 		return "", err
 	}

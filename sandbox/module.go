@@ -23,7 +23,7 @@ func HasModule(ctx context.Context, opts OpenOptions, module string) (bool, erro
 		}
 		docker := true
 		if opts.Kind == KindAuto && opts.HostFallback { // Open's choice: this host when Docker does not answer
-			cli, err := Connect(ctx)
+			cli, err := Connect(ctx, opts.Host)
 			if docker = err == nil; docker {
 				_ = cli.Close()
 			}

@@ -47,6 +47,9 @@ type OpenOptions struct {
 	// NoIPython makes the Python driver use its standard-library path, in
 	// either kind; it replaces Docker.NoIPython.
 	NoIPython bool
+	// Host is the Docker daemon kernels run on. The zero value is the
+	// environment's (see Host).
+	Host Host
 	// Docker configures the containers. Nil means DefaultConfig().
 	Docker *Config
 	// Local configures kernels on this host; Open sets its Argv and
@@ -107,7 +110,7 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 		tr, err := opts.local(warn)
 		return tr, noop, err
 	}
-	cli, err := Connect(ctx)
+	cli, err := Connect(ctx, opts.Host)
 	if err != nil {
 		switch {
 		case opts.Kind == KindAuto && opts.HostFallback:
@@ -186,6 +189,11 @@ func (o *OpenOptions) Check() error {
 	}
 	if o.Kind != KindLocal && o.Docker != nil {
 		if err := o.Docker.Check(); err != nil {
+			return err
+		}
+	}
+	if o.Kind != KindLocal {
+		if err := o.Host.Check(); err != nil {
 			return err
 		}
 	}

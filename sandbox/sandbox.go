@@ -37,7 +37,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -69,7 +68,7 @@ type Config struct {
 	// CopyData copies DataDir into a volume (files read-only, readable by
 	// the kernel's user; what kernel.WalkReadOnly takes) instead of
 	// bind-mounting it. It is forced on when the daemon is remote
-	// (DOCKER_HOST=tcp://...) and when a bind mount would show what a copy
+	// (tcp:// or ssh://, see Remote) and when a bind mount would show what a copy
 	// does not: a file or folder under DataDir not readable by every user,
 	// a symbolic link, a named pipe, a socket or a device.
 	CopyData bool
@@ -137,12 +136,20 @@ func DefaultConfig() Config {
 
 // DaemonError is a Docker daemon that cannot be reached.
 type DaemonError struct {
+	// Host names the daemon: its URL, and the Docker context it came
+	// from, if any.
 	Host string
 	Err  error
 }
 
 func (e *DaemonError) Error() string {
-	return fmt.Sprintf("docker daemon not reachable at %s: %v; start Docker (or set DOCKER_HOST)", e.Host, e.Err)
+	what := "start Docker (or set DOCKER_HOST)"
+	if strings.HasPrefix(e.Host, "ssh://") {
+		what = "check that ssh reaches it without a password (key-based) and that the docker command and a running daemon are there; or name another daemon with --docker-host"
+	} else if !strings.HasPrefix(e.Host, "unix://") {
+		what = "start Docker there, or name another daemon with --docker-host (or DOCKER_HOST)"
+	}
+	return fmt.Sprintf("docker daemon not reachable at %s: %v; %s", e.Host, e.Err, what)
 }
 
 func (e *DaemonError) Unwrap() error { return e.Err }
@@ -162,30 +169,38 @@ func (e *ImageError) Error() string {
 // PingTimeout bounds how long Connect waits for the daemon.
 const PingTimeout = 5 * time.Second
 
-// Connect returns a client for the daemon named by the environment
-// (DOCKER_HOST and friends), after checking within PingTimeout that it
-// answers.
-func Connect(ctx context.Context) (*client.Client, error) {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+// Connect returns a client for the daemon h names (the zero Host: the
+// environment's, as the docker command would choose), after checking
+// within PingTimeout that it answers. A Docker context that is not there
+// is an *InputError; a daemon that does not answer, a *DaemonError.
+func Connect(ctx context.Context, h Host) (*client.Client, error) {
+	e, err := h.resolve()
 	if err != nil {
-		return nil, &DaemonError{Host: os.Getenv("DOCKER_HOST"), Err: err}
+		return nil, err
+	}
+	opts, err := h.clientOpts(e)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := client.NewClientWithOpts(opts...)
+	if err != nil {
+		return nil, inputErrorf("docker host %s: %w; expected unix:///path, tcp://host:port, ssh://[user@]host[:port][/socket] or a Docker context name", e, err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, PingTimeout)
 	defer cancel()
 	if _, err := cli.Ping(pctx); err != nil {
-		host := cli.DaemonHost()
 		_ = cli.Close()
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within %s", PingTimeout)
 		}
-		return nil, &DaemonError{Host: host, Err: err}
+		return nil, &DaemonError{Host: e.String(), Err: err}
 	}
 	cli.NegotiateAPIVersion(ctx)
 	return cli, nil
 }
 
-// Remote reports whether the daemon runs on another machine, where host
-// folders cannot be bind-mounted.
+// Remote reports whether the daemon runs on another machine (tcp://,
+// ssh://), where host folders cannot be bind-mounted.
 func Remote(cli *client.Client) bool {
 	host := cli.DaemonHost()
 	return !strings.HasPrefix(host, "unix://") && !strings.HasPrefix(host, "npipe://")

@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 func removeLeaks() []string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cli, err := Connect(ctx)
+	cli, err := Connect(ctx, Host{})
 	if err != nil {
 		return nil // no daemon: nothing can have been made
 	}
@@ -99,7 +99,7 @@ func removeLeaks() []string {
 func runChild(session string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cli, err := Connect(ctx)
+	cli, err := Connect(ctx, Host{})
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
@@ -136,7 +136,7 @@ func newDockerClient(tb testing.TB) *client.Client {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cli, err := Connect(ctx)
+	cli, err := Connect(ctx, Host{})
 	if err != nil {
 		skipOrFail(tb, "these tests need a Docker Engine: %v", err)
 	}
@@ -284,7 +284,7 @@ func TestConnectUnreachableDaemon(t *testing.T) {
 			t.Setenv("DOCKER_HOST", tc.host)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a hang guard
 			defer cancel()
-			cli, err := Connect(ctx)
+			cli, err := Connect(ctx, Host{})
 			if cli != nil {
 				_ = cli.Close()
 			}

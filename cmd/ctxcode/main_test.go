@@ -53,7 +53,7 @@ func requirePython(t *testing.T) {
 // requireDocker skips (fails in CI) unless Docker and the kernel image are there.
 func requireDocker(t testing.TB) *client.Client {
 	t.Helper()
-	cli, err := sandbox.Connect(context.Background())
+	cli, err := sandbox.Connect(context.Background(), sandbox.Host{})
 	if err != nil {
 		skipOrFail(t, "docker: %v", err)
 	}

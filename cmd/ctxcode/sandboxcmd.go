@@ -18,11 +18,13 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	switch args[0] {
 	case "build":
 		fs := newFlagSet("sandbox build", sandboxUsage, stderr)
+		host := new(string)
+		registerDockerHost(fs, host)
 		mirror := fs.String("mirror", "", "Debian mirror (default: the one in this host's apt sources)")
 		if err := fs.parse(args[1:], 0, ""); err != nil {
 			return err
 		}
-		cli, err := sandbox.Connect(ctx)
+		cli, err := connectDocker(ctx, *host)
 		if err != nil {
 			return err
 		}
@@ -40,17 +42,19 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	case "status":
 		fs := newFlagSet("sandbox status", sandboxUsage, stderr)
+		host := new(string)
+		registerDockerHost(fs, host)
 		img := fs.String("image", sandbox.KernelImage(), "kernel image to look for")
 		if err := fs.parse(args[1:], 0, ""); err != nil {
 			return err
 		}
-		cli, err := sandbox.Connect(ctx)
+		cli, err := connectDocker(ctx, *host)
 		if err != nil {
 			fmt.Fprintf(stdout, "docker: not reachable\n")
 			return err
 		}
 		defer cli.Close()
-		fmt.Fprintf(stdout, "docker: reachable at %s (API %s)\n", cli.DaemonHost(), cli.ClientVersion())
+		fmt.Fprintf(stdout, "docker: reachable at %s (API %s)\n", sandbox.Host{Name: *host}.Describe(), cli.ClientVersion())
 		ok, err := sandbox.ImageExists(ctx, cli, *img)
 		switch {
 		case err != nil:
@@ -77,12 +81,14 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	case "prune":
 		fs := newFlagSet("sandbox prune", sandboxUsage, stderr)
+		host := new(string)
+		registerDockerHost(fs, host)
 		older := fs.Duration("older-than", 0, "also remove containers older than this, whoever owns them: the only way to remove those of another PID namespace or host (e.g. 24h)")
 		dry := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
 		if err := fs.parse(args[1:], 0, ""); err != nil {
 			return err
 		}
-		cli, err := sandbox.Connect(ctx)
+		cli, err := connectDocker(ctx, *host)
 		if err != nil {
 			return err
 		}

@@ -10,11 +10,15 @@ import (
 
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/sandbox"
+	"github.com/docker/docker/client"
 )
 
 // sandboxFlags are the flags of every command that starts kernels.
 type sandboxFlags struct {
 	kind string // "", "docker" or "local"
+	// dockerHost is the daemon: a URL or a Docker context name; "" is
+	// the environment's (sandbox.Host).
+	dockerHost string
 	// hostFallback lets the default (no --sandbox) run on this host when
 	// Docker is unreachable: only for code ctxcode itself wrote.
 	hostFallback bool
@@ -39,6 +43,7 @@ func (s *sandboxFlags) register(fs *flagSet) {
 	def := sandbox.DefaultConfig()
 	s.memory, s.tmpSize = byteSize(def.Memory), byteSize(def.TmpSize)
 	fs.StringVar(&s.kind, "sandbox", "", "where kernels run: docker (isolated; the default when Docker is reachable) or local (this host, not isolated)")
+	registerDockerHost(fs, &s.dockerHost)
 	fs.StringVar(&s.image, "image", "", "docker: image to run the kernel in, any with python3 (default "+def.Image+")")
 	fs.StringVar(&s.network, "network", def.Network, "docker: network mode: none (no network), bridge or host, or a network made with docker network create")
 	fs.Var(&s.memory, "memory", "docker: memory limit, swap included (e.g. 512m, 2g; at least 6m, Docker's minimum)")
@@ -54,6 +59,22 @@ func (s *sandboxFlags) register(fs *flagSet) {
 	fs.BoolVar(&s.noIPython, "no-ipython", false, "use the Python driver's standard-library path even when IPython is there (starts faster)")
 	fs.BoolVar(&s.dataLink, "data-link", false, "local: show --data by a link instead of a read-only copy (cells can then change your files)")
 	registerFollowLinks(fs, &s.followLinks)
+}
+
+// registerDockerHost registers --docker-host, the same wherever Docker is
+// opened.
+func registerDockerHost(fs *flagSet, v *string) {
+	fs.StringVar(v, "docker-host", "", "docker: the daemon: unix:///path, tcp://host:port, ssh://[user@]host[:port][/socket] or a Docker context name (default: DOCKER_CONTEXT, DOCKER_HOST, the docker CLI's current context, else the local socket)")
+}
+
+// connectDocker connects to the daemon host names (sandbox.Connect); a
+// host that cannot work is an input error.
+func connectDocker(ctx context.Context, host string) (*client.Client, error) {
+	cli, err := sandbox.Connect(ctx, sandbox.Host{Name: host})
+	if ie := (*sandbox.InputError)(nil); errors.As(err, &ie) {
+		err = usagef("%v", ie)
+	}
+	return cli, err
 }
 
 // registerFollowLinks registers --follow-links, the same wherever --data
@@ -74,7 +95,7 @@ func (s *sandboxFlags) check() error {
 	// The sandbox's own checks, now: bad input is found before any work
 	// (what this machine lacks, such as python3, is found when it starts).
 	cfg := s.dockerConfig()
-	opts := sandbox.OpenOptions{Kind: sandbox.Kind(s.kind), Python: s.python, Docker: &cfg}
+	opts := sandbox.OpenOptions{Kind: sandbox.Kind(s.kind), Python: s.python, Docker: &cfg, Host: sandbox.Host{Name: s.dockerHost}}
 	if ie := (*sandbox.InputError)(nil); errors.As(opts.Check(), &ie) {
 		return usagef("%v", ie)
 	}
@@ -91,6 +112,7 @@ func (s *sandboxFlags) openOptions(lang kernel.Language) sandbox.OpenOptions {
 	return sandbox.OpenOptions{
 		Kind:         sandbox.Kind(s.kind),
 		HostFallback: s.hostFallback,
+		Host:         sandbox.Host{Name: s.dockerHost},
 		Lang:         lang,
 		FollowLinks:  s.followLinks,
 		NoIPython:    s.noIPython,
