@@ -3,7 +3,8 @@
 # with IPython and pandas, nbformat for Debian's python3 (the notebook tests
 # validate exported notebooks with it), debootstrap where Docker is (to
 # build the kernel image), and Chromium (the report's browser test opens
-# report.html in it, headless). Does nothing when they are present.
+# report.html in it, headless), and OpenSSH's server and client (the tests
+# of Docker over ssh). Does nothing when they are present.
 # In CI (CI set) a missing package that cannot be installed is an error.
 set -euo pipefail
 
@@ -27,6 +28,14 @@ fi
 # The report's browser test drives a headless Chromium (chromedp).
 if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
   pkgs="$pkgs chromium"
+fi
+# The tests of Docker over ssh run a throwaway sshd on 127.0.0.1
+# (internal/sshtest) and reach it with ssh.
+if [ ! -x /usr/sbin/sshd ]; then
+  pkgs="$pkgs openssh-server"
+fi
+if ! command -v ssh >/dev/null 2>&1; then
+  pkgs="$pkgs openssh-client"
 fi
 [ -n "$pkgs" ] || exit 0
 
