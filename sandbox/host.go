@@ -34,7 +34,10 @@ type Host struct {
 	Name string
 	// SSHFlags are more flags for ssh, such as "-i", "KEY" or "-F",
 	// "FILE"; ssh also reads ~/.ssh/config as usual. Default: the
-	// $CTXCODE_SSH_FLAGS environment variable, split at spaces.
+	// $CTXCODE_SSH_FLAGS environment variable, split at spaces. ssh gets
+	// -o BatchMode=yes unless they say otherwise: it runs without a
+	// terminal, so the key must not need a passphrase typed (an
+	// ssh-agent's keys work).
 	SSHFlags []string
 	// ControlDir holds the sockets ssh shares connections by
 	// (ControlMaster=auto, ControlPersist=SSHPersist): an attach reuses
@@ -103,7 +106,10 @@ func (h Host) resolve() (endpoint, error) {
 			name, from = currentContext(), "the Docker CLI's current context (~/.docker/config.json)"
 		}
 	}
-	if strings.Contains(name, "://") {
+	if scheme, _, ok := strings.Cut(name, "://"); ok {
+		if !slices.Contains([]string{"unix", "tcp", "ssh", "npipe"}, scheme) {
+			return endpoint{}, inputErrorf("docker host %q (from %s): expected unix:///path, tcp://host:port, ssh://[user@]host[:port][/socket] or a Docker context name", name, from)
+		}
 		return endpoint{url: name}, nil
 	}
 	if name == "" || name == "default" {
@@ -193,6 +199,10 @@ func (h Host) sshFlags() ([]string, error) {
 	flags := slices.Clone(h.SSHFlags)
 	if flags == nil {
 		flags = strings.Fields(os.Getenv("CTXCODE_SSH_FLAGS"))
+	}
+	// ssh runs without a terminal: a password prompt could only hang.
+	if !strings.Contains(strings.Join(flags, " "), "BatchMode") {
+		flags = append(flags, "-o", "BatchMode=yes")
 	}
 	if h.NoSharing {
 		return flags, nil

@@ -149,7 +149,7 @@ func (e *DaemonError) Error() string {
 	} else if !strings.HasPrefix(e.Host, "unix://") {
 		what = "start Docker there, or name another daemon with --docker-host (or DOCKER_HOST)"
 	}
-	return fmt.Sprintf("docker daemon not reachable at %s: %v; %s", e.Host, e.Err, what)
+	return fmt.Sprintf("docker daemon not reachable at %s: %s; %s", e.Host, strings.TrimSpace(e.Err.Error()), what)
 }
 
 func (e *DaemonError) Unwrap() error { return e.Err }
