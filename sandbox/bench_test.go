@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/client"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcode/ctxcode/kernel"
@@ -174,4 +175,66 @@ func BenchmarkPoolAcquire(b *testing.B) {
 		waitFull()
 	}
 	b.ReportMetric(millis(median(acquires)), "median-ms/acquire")
+}
+
+// BenchmarkAttach: a kernel started through a connected client and its
+// first cell answered (the removal after it is not timed), over the local
+// socket and over ssh:// to the same daemon through an sshd on 127.0.0.1
+// (internal/sshtest), with ssh's connection sharing and without; the
+// three take turns in each iteration, so the ratios against the local
+// socket are of one run:
+//
+//	go test ./sandbox -run '^$' -bench Attach -benchtime 10x
+func BenchmarkAttach(b *testing.B) {
+	srv, h, local := sshHost(b)
+	noshare := h
+	noshare.NoSharing = true
+	paths := []struct {
+		name string
+		cli  *client.Client
+	}{{"local", local}, {"ssh", connectSSH(b, srv, h)}, {"ssh-noshare", connectSSH(b, srv, noshare)}}
+	trs := make([]*Docker, len(paths))
+	for i, p := range paths {
+		cfg := testConfig(b)
+		removeSessionOnCleanup(b, local, cfg.Session)
+		tr, err := NewPython(p.cli, cfg)
+		require.NoError(b, err)
+		trs[i] = tr
+	}
+	ctx := context.Background()
+	attach := func(tr *Docker) time.Duration {
+		start := time.Now()
+		k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := k.Execute(ctx, "1+1", kernel.ExecOptions{})
+		d := time.Since(start)
+		b.StopTimer()
+		cerr := k.Close()
+		if err != nil || res.Value != "2" || cerr != nil {
+			b.Fatalf("first cell: %q, %v; close: %v", res.Value, err, cerr)
+		}
+		b.StartTimer()
+		return d
+	}
+	b.StopTimer()
+	for _, tr := range trs { // warm the image's pages and the connections
+		attach(tr)
+	}
+	b.StartTimer()
+	times := make([][]time.Duration, len(paths))
+	for b.Loop() {
+		for i, tr := range trs {
+			times[i] = append(times[i], attach(tr))
+		}
+	}
+	base := median(times[0])
+	for i, p := range paths {
+		m := median(times[i])
+		b.ReportMetric(millis(m), p.name+"-ms/attach")
+		if i > 0 {
+			b.ReportMetric(float64(m)/float64(base), p.name+"/local-x")
+		}
+	}
 }
