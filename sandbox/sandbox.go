@@ -21,6 +21,13 @@
 // only an age limit removes. Teardown is idempotent: stop with a short
 // grace, force remove, ignore "not found".
 //
+// The daemon is the one a Host names (host.go): as the docker command
+// chooses it (DOCKER_CONTEXT, DOCKER_HOST, the CLI's current context), a
+// unix:// or tcp:// URL, a Docker context, or ssh://, reached through
+// docker/cli's connection helper (the remote runs docker system
+// dial-stdio) over one shared ssh connection per host. A remote daemon
+// (tcp://, ssh://) gets the data folder as a volume copy.
+//
 // Open picks the transport for a command: Docker when it answers, this
 // host only when asked (or, for code ctxcode wrote, when Docker is not
 // there); it sweeps orphans before the first container starts.
