@@ -157,8 +157,8 @@ func (s *Server) SSHFlags() []string {
 }
 
 // ControlDir is a folder for ssh's control sockets (sandbox.Host's
-// ControlDir): the masters whose sockets are there are ended with the
-// server.
+// ControlDir): the masters whose sockets are there, or anywhere under
+// Dir, are ended with the server.
 func (s *Server) ControlDir() string {
 	d := filepath.Join(s.Dir, "ctl")
 	_ = os.MkdirAll(d, 0o700)
@@ -239,10 +239,17 @@ func (s *Server) read(r *os.File) {
 	close(s.done)
 }
 
-// stop ends the connection masters in ControlDir, then sshd and the
+// stop ends the connection masters whose sockets are in Dir (ControlDir,
+// or another folder under Dir a test named), then sshd and the
 // connections it serves, by PID.
 func (s *Server) stop(tb testing.TB, r *os.File) {
-	socks, _ := filepath.Glob(filepath.Join(s.Dir, "ctl", "*"))
+	var socks []string
+	_ = filepath.WalkDir(s.Dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Type()&os.ModeSocket != 0 {
+			socks = append(socks, path)
+		}
+		return nil
+	})
 	for _, sock := range socks {
 		if out, err := exec.Command("ssh", "-S", sock, "-O", "exit", "127.0.0.1").CombinedOutput(); err != nil {
 			tb.Logf("sshtest: end the ssh master %s: %v: %s", sock, err, out)
