@@ -58,7 +58,7 @@ const SSHPersist = "10m"
 // endpoint is where a Host leads: the daemon URL and, from a context,
 // its TLS settings.
 type endpoint struct {
-	url     string // "" is the environment's (client.FromEnv)
+	url     string // "" is the local socket (client.DefaultDockerHost)
 	context string // the context it came from, if any
 	tlsDir  string // a context's TLS files (ca.pem, cert.pem, key.pem), if any
 	skipTLS bool
@@ -69,10 +69,7 @@ type endpoint struct {
 func (e endpoint) String() string {
 	url := e.url
 	if url == "" {
-		url = os.Getenv(client.EnvOverrideHost)
-		if url == "" {
-			url = client.DefaultDockerHost
-		}
+		url = client.DefaultDockerHost
 	}
 	if e.context != "" {
 		return fmt.Sprintf("%s (Docker context %s)", url, e.context)
@@ -93,7 +90,7 @@ func dockerConfigDir() string {
 }
 
 // resolve finds where h leads, as the Docker CLI would: an unknown context
-// is an *InputError naming the known ones.
+// or a URL of another scheme is an *InputError.
 func (h Host) resolve() (endpoint, error) {
 	name, from := h.Name, "--docker-host"
 	if name == "" {
@@ -101,21 +98,32 @@ func (h Host) resolve() (endpoint, error) {
 		case os.Getenv("DOCKER_CONTEXT") != "":
 			name, from = os.Getenv("DOCKER_CONTEXT"), "DOCKER_CONTEXT"
 		case os.Getenv(client.EnvOverrideHost) != "":
-			return endpoint{}, nil
+			return parseURL(os.Getenv(client.EnvOverrideHost), client.EnvOverrideHost)
 		default:
 			name, from = currentContext(), "the Docker CLI's current context (~/.docker/config.json)"
 		}
 	}
-	if scheme, _, ok := strings.Cut(name, "://"); ok {
-		if !slices.Contains([]string{"unix", "tcp", "ssh", "npipe"}, scheme) {
-			return endpoint{}, inputErrorf("docker host %q (from %s): expected unix:///path, tcp://host:port, ssh://[user@]host[:port][/socket] or a Docker context name", name, from)
-		}
-		return endpoint{url: name}, nil
+	if strings.Contains(name, "://") {
+		return parseURL(name, from)
 	}
 	if name == "" || name == "default" {
+		// The default context: DOCKER_HOST, else the local socket.
+		if u := os.Getenv(client.EnvOverrideHost); u != "" {
+			return parseURL(u, client.EnvOverrideHost)
+		}
 		return endpoint{}, nil
 	}
 	return lookupContext(name, from)
+}
+
+// parseURL is the daemon URL u, from where it was found, when its scheme
+// is one the Docker CLI takes.
+func parseURL(u, from string) (endpoint, error) {
+	scheme, _, _ := strings.Cut(u, "://")
+	if !strings.Contains(u, "://") || !slices.Contains([]string{"unix", "tcp", "ssh", "npipe"}, scheme) {
+		return endpoint{}, inputErrorf("docker host %q (from %s): expected unix:///path, tcp://host:port, ssh://[user@]host[:port][/socket] or a Docker context name", u, from)
+	}
+	return endpoint{url: u}, nil
 }
 
 // currentContext is the Docker CLI's current context, or "".

@@ -57,9 +57,11 @@ func TestHostResolve(t *testing.T) {
 		{name: "context named", host: "box", current: "lab", wantURL: "ssh://me@box.example", wantContext: "box"},
 		{name: "context with TLS files", host: "lab", wantURL: "tcp://10.0.0.9:2376", wantContext: "lab", wantTLS: true},
 		{name: "default context is the environment", host: "default", current: "box"},
+		{name: "default context is DOCKER_HOST", host: "default", dockerHost: "tcp://h:2375", wantURL: "tcp://h:2375"},
 		{name: "DOCKER_CONTEXT", dctx: "sock", current: "box", wantURL: "unix:///tmp/other.sock", wantContext: "sock"},
 		{name: "DOCKER_CONTEXT before DOCKER_HOST", dctx: "box", dockerHost: "unix:///x.sock", wantURL: "ssh://me@box.example", wantContext: "box"},
-		{name: "DOCKER_HOST before the current context", dockerHost: "unix:///x.sock", current: "box"},
+		{name: "DOCKER_HOST before the current context", dockerHost: "unix:///x.sock", current: "box", wantURL: "unix:///x.sock"},
+		{name: "ssh in DOCKER_HOST", dockerHost: "ssh://me@h", wantURL: "ssh://me@h"},
 		{name: "the current context", current: "box", wantURL: "ssh://me@box.example", wantContext: "box"},
 		{name: "nothing set", wantURL: ""},
 	} {
@@ -77,11 +79,22 @@ func TestHostResolve(t *testing.T) {
 }
 
 func TestHostBadScheme(t *testing.T) {
-	err := Host{Name: "bogus://x"}.Check()
-	var ie *InputError
-	require.ErrorAs(t, err, &ie)
-	assert.Contains(t, err.Error(), "bogus://x")
-	assert.Contains(t, err.Error(), "expected unix:///path, tcp://host:port, ssh://")
+	for _, tc := range []struct{ name, host, env, from string }{
+		{"flag", "bogus://x", "", "--docker-host"},
+		{"DOCKER_HOST", "", "bogus://x", "DOCKER_HOST"},
+		{"DOCKER_HOST without a scheme", "", "bogus", "DOCKER_HOST"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("DOCKER_CONTEXT", "")
+			t.Setenv("DOCKER_HOST", tc.env)
+			err := Host{Name: tc.host}.Check()
+			var ie *InputError
+			require.ErrorAs(t, err, &ie)
+			assert.Contains(t, err.Error(), "bogus")
+			assert.Contains(t, err.Error(), "(from "+tc.from+")")
+			assert.Contains(t, err.Error(), "expected unix:///path, tcp://host:port, ssh://")
+		})
+	}
 }
 
 func TestHostUnknownContext(t *testing.T) {

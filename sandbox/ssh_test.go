@@ -128,6 +128,16 @@ ANSWER({"notes": open("data/notes.txt").read(), "sales": int(pd.read_csv("data/s
 		}
 	})
 
+	t.Run("DOCKER_HOST", func(t *testing.T) {
+		t.Setenv("DOCKER_CONTEXT", "")
+		t.Setenv("DOCKER_HOST", h.Name)
+		env := h
+		env.Name = ""
+		cli := connectSSH(t, srv, env)
+		assert.True(t, Remote(cli))
+		requireWorks(t, startOn(t, cli, local))
+	})
+
 	// Every client, kernel and check above went over the one ssh
 	// connection the first Connect made.
 	assert.Equal(t, 1, srv.Sessions(t), "the attaches should share the first ssh connection")
