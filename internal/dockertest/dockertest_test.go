@@ -1,0 +1,91 @@
+package dockertest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/image"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// gone checks that what a daemon made is gone once its test has ended.
+func gone(t *testing.T, d *Daemon) {
+	t.Helper()
+	assert.ErrorIs(t, syscall.Kill(d.PID, 0), syscall.ESRCH, "dockerd %d still runs", d.PID)
+	assert.Empty(t, pidsServing(d.Dir), "processes still serve %s", d.Dir)
+	mounts, err := mountsUnder(d.Dir)
+	require.NoError(t, err)
+	assert.Empty(t, mounts)
+	_, err = os.Stat(d.Dir)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the daemon's folder is left")
+}
+
+func TestStart(t *testing.T) {
+	var d *Daemon
+	t.Run("daemon", func(t *testing.T) {
+		d = Start(t)
+		ctx := context.Background()
+		info, err := d.Client.Info(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, filepath.Join(d.Dir, "data"), info.DockerRootDir)
+		assert.Zero(t, info.Containers)
+		images, err := d.Client.ImageList(ctx, image.ListOptions{All: true})
+		require.NoError(t, err)
+		assert.Empty(t, images, "a new daemon has no images")
+		assert.Equal(t, "unix://"+d.Socket, d.Host)
+		pid, err := os.ReadFile(filepath.Join(d.Dir, "dockerd.pid"))
+		require.NoError(t, err)
+		assert.Equal(t, d.PID, mustAtoi(t, strings.TrimSpace(string(pid))), "the pid file names the process started")
+	})
+	require.NotNil(t, d)
+	gone(t, d)
+}
+
+func TestStartInNetns(t *testing.T) {
+	var d *Daemon
+	t.Run("daemon", func(t *testing.T) {
+		d = StartInNetns(t)
+		require.NotNil(t, d.Link)
+		assert.Equal(t, "tcp://"+d.Link.PeerAddr+":2375", d.Host)
+		ping := func() error {
+			// The bound only ends the attempt that is expected to fail;
+			// an answer comes back at once.
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			_, err := d.Client.Ping(ctx)
+			return err
+		}
+		require.NoError(t, ping(), "the daemon answers over the link")
+
+		d.LinkDown(t)
+		err := ping()
+		require.Error(t, err, "the daemon answers with its link down")
+		assert.True(t, errors.Is(err, context.DeadlineExceeded), "a cut link drops packets unanswered: %v", err)
+		_, err = d.Admin.Ping(context.Background())
+		assert.NoError(t, err, "the unix socket answers whatever the link")
+
+		d.LinkUp(t)
+		require.NoError(t, ping(), "the daemon answers once the link is back")
+	})
+	require.NotNil(t, d)
+	gone(t, d)
+	_, err := os.Stat(netnsPath(d.Link.Netns))
+	assert.ErrorIs(t, err, os.ErrNotExist, "the namespace is left")
+	_, err = os.Stat(filepath.Join("/sys/class/net", d.Link.HostIf))
+	assert.ErrorIs(t, err, os.ErrNotExist, "the host's end of the link is left")
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
+}
