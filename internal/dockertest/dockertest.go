@@ -33,6 +33,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -357,7 +358,9 @@ func (d *Daemon) waitReady(notify *net.UnixConn) error {
 
 // stop ends dockerd and whatever still serves its exec root.
 func (d *Daemon) stop() error {
-	var errs []error
+	// The containers first: on SIGTERM dockerd gives each 10 s to end,
+	// and a process that is its namespace's first ignores SIGTERM.
+	cgroups, errs := d.killContainers()
 	select {
 	case <-d.done:
 	default:
@@ -372,14 +375,89 @@ func (d *Daemon) stop() error {
 		}
 		timer.Stop()
 	}
-	// containerd runs in a process group of its own, and its shims in
-	// theirs; after a clean stop none is left, after a kill they may be.
+	// After a clean stop nothing below is left. After a kill, containerd
+	// and the shims live on, in process groups of their own.
+	more, errs2 := d.killContainers()
+	cgroups, errs = append(cgroups, more...), append(errs, errs2...)
 	for _, pid := range pidsServing(filepath.Join(d.Dir, "exec")) {
 		if err := killAndWait(pid); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	for _, cg := range cgroups {
+		// Empty now; runc removes it when it sees the container end, and
+		// after a kill nobody does.
+		if err := os.Remove(cg); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove the cgroup of a container: %w", err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// killContainers kills the first process of every container runc knows of
+// under the exec root, and returns the containers' cgroups.
+func (d *Daemon) killContainers() (cgroups []string, errs []error) {
+	states, _ := filepath.Glob(filepath.Join(d.Dir, "exec", "runtime-runc", "*", "*", "state.json"))
+	for _, state := range states {
+		pid, cg := containerInit(state)
+		if pid > 0 {
+			if err := killAndWait(pid); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		cgroups = append(cgroups, cg...)
+	}
+	return cgroups, errs
+}
+
+// containerInit reads a runc state file: the pid of the container's first
+// process, when that process still runs (its start time is the one runc
+// recorded, so a reused pid is never killed), and the container's cgroups.
+// Killing the first process of a container's pid namespace ends them all.
+func containerInit(stateFile string) (pid int, cgroups []string) {
+	b, err := os.ReadFile(stateFile)
+	if err != nil {
+		return 0, nil
+	}
+	var st struct {
+		Pid         int               `json:"init_process_pid"`
+		Start       uint64            `json:"init_process_start"`
+		CgroupPaths map[string]string `json:"cgroup_paths"`
+	}
+	if json.Unmarshal(b, &st) != nil {
+		return 0, nil
+	}
+	seen := map[string]bool{}
+	for _, p := range st.CgroupPaths {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			cgroups = append(cgroups, p)
+		}
+	}
+	if st.Pid <= 0 || processStart(st.Pid) != st.Start {
+		return 0, cgroups
+	}
+	return st.Pid, cgroups
+}
+
+// processStart is the start time of pid in clock ticks since boot (field
+// 22 of /proc/PID/stat), or 0.
+func processStart(pid int) uint64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0
+	}
+	n, _ := strconv.ParseUint(f[19], 10, 64)
+	return n
 }
 
 // pidsServing lists the processes whose command line names dir.

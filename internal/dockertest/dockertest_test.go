@@ -1,16 +1,22 @@
 package dockertest
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,6 +53,71 @@ func TestStart(t *testing.T) {
 	})
 	require.NotNil(t, d)
 	gone(t, d)
+}
+
+// TestCleanupWithContainers ends daemons that still run a container: one
+// stopped as a test ends, and one killed first (so that its containerd,
+// shim and container are left to the cleanup).
+func TestCleanupWithContainers(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		var d *Daemon
+		var initPID int
+		t.Run(map[bool]string{false: "stopped", true: "killed"}[kill], func(t *testing.T) {
+			d = Start(t)
+			ctx := context.Background()
+			ref := sleeperImage(t, d)
+			c, err := d.Client.ContainerCreate(ctx, &container.Config{Image: ref, Cmd: []string{"/usr/bin/sleep", "infinity"}},
+				&container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+			require.NoError(t, err)
+			require.NoError(t, d.Client.ContainerStart(ctx, c.ID, container.StartOptions{}))
+			inspect, err := d.Client.ContainerInspect(ctx, c.ID)
+			require.NoError(t, err)
+			require.True(t, inspect.State.Running)
+			initPID = inspect.State.Pid
+			mounts, err := mountsUnder(d.Dir)
+			require.NoError(t, err)
+			require.NotEmpty(t, mounts, "a running container has its root mounted under the data root")
+			if kill {
+				require.NoError(t, syscall.Kill(d.PID, syscall.SIGKILL))
+				<-d.done
+				require.NoError(t, syscall.Kill(initPID, 0), "the container outlives its daemon")
+			}
+		})
+		require.NotNil(t, d)
+		gone(t, d)
+		assert.ErrorIs(t, syscall.Kill(initPID, 0), syscall.ESRCH, "the container's process %d still runs", initPID)
+	}
+}
+
+// sleeperImage imports, into d, an image of the host's sleep and the
+// libraries it loads.
+func sleeperImage(t *testing.T, d *Daemon) string {
+	t.Helper()
+	sleep, err := exec.LookPath("sleep")
+	require.NoError(t, err)
+	out, err := exec.Command("ldd", sleep).Output()
+	require.NoError(t, err)
+	files := []string{sleep}
+	for _, m := range regexp.MustCompile(`(/\S+)`).FindAllString(string(out), -1) {
+		files = append(files, m)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range files {
+		b, err := os.ReadFile(f) // through links: the image holds files
+		require.NoError(t, err)
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(f, "/"), Mode: 0o755, Size: int64(len(b)), Typeflag: tar.TypeReg}))
+		_, err = tw.Write(b)
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	const ref = "dockertest-sleeper:1"
+	rc, err := d.Client.ImageImport(context.Background(), image.ImportSource{Source: &buf, SourceName: "-"}, ref, image.ImportOptions{})
+	require.NoError(t, err)
+	_, err = io.Copy(io.Discard, rc)
+	require.NoError(t, err)
+	require.NoError(t, rc.Close())
+	return ref
 }
 
 func TestStartInNetns(t *testing.T) {
