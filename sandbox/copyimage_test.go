@@ -88,3 +88,63 @@ func TestEnsureImage(t *testing.T) {
 	assert.Empty(t, onSecond, "a container is left on the second daemon")
 	assert.Empty(t, sessionContainers(t, local, cfg.Session), "a container is left on the local daemon")
 }
+
+// TestEnsureImageCut copies the kernel image over TCP with TLS to a daemon
+// in a network namespace, cuts the link in the middle of the copy and
+// cancels it, then copies again once the link is back: the cut copy left
+// no image behind that would make the second one skip.
+func TestEnsureImageCut(t *testing.T) {
+	local := newDockerClient(t)
+	second := dockertest.StartInNetns(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang guard
+	defer cancel()
+	ref := KernelImage()
+
+	// The copy runs on; once bytes flow, this goroutine cuts the link and
+	// then cancels the copy, which is stuck on a link that drops all.
+	cutCtx, cut := context.WithCancel(ctx)
+	defer cut()
+	flowing := make(chan int64, 1)
+	type result struct {
+		copied bool
+		err    error
+	}
+	ended := make(chan result, 1)
+	go func() {
+		copied, err := EnsureImage(cutCtx, local, second.Client, ref, func(done, total int64) {
+			select {
+			case flowing <- done:
+			default:
+			}
+		})
+		ended <- result{copied, err}
+	}()
+	var cutAt int64
+	select {
+	case cutAt = <-flowing:
+	case r := <-ended:
+		t.Fatalf("the copy ended before any progress: %+v", r)
+	}
+	second.LinkDown(t)
+	cut()
+	r := <-ended
+	require.Error(t, r.err, "a copy cut after %d bytes ended without an error", cutAt)
+	assert.ErrorIs(t, r.err, context.Canceled)
+	assert.False(t, r.copied)
+	second.LinkUp(t)
+	ok, err := ImageExists(ctx, second.Client, ref)
+	require.NoError(t, err)
+	assert.False(t, ok, "a cut copy left the image tagged")
+
+	start := time.Now()
+	copied, err := EnsureImage(ctx, local, second.Client, ref, nil)
+	took := time.Since(start)
+	require.NoError(t, err)
+	assert.True(t, copied)
+	t.Logf("copied %s over TCP with TLS to %s in %s, after a copy cut at %d MB", ref, second.Host, took.Round(time.Millisecond), cutAt>>20)
+	src, err := local.ImageInspect(ctx, ref)
+	require.NoError(t, err)
+	dst, err := second.Client.ImageInspect(ctx, ref)
+	require.NoError(t, err)
+	assert.Equal(t, src.ID, dst.ID)
+}
