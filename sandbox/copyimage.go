@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/docker/docker/client"
 )
@@ -53,17 +54,19 @@ func EnsureImage(ctx context.Context, from, to *client.Client, ref string, progr
 	}
 	defer saved.Close()
 	counted := &countingReader{r: saved, total: src.Size, progress: progress}
+	defer counted.finish() // no report after EnsureImage returns
 	loaded, err := to.ImageLoad(ctx, counted, client.ImageLoadWithQuiet(true))
 	if err != nil {
 		return fail(fmt.Errorf("load: %w", err))
 	}
 	err = readJSONMessages(loaded.Body)
 	_ = loaded.Body.Close()
+	sent, saveErr := counted.finish()
+	if saveErr != nil && !errors.Is(saveErr, io.EOF) {
+		return fail(fmt.Errorf("save: %w", saveErr))
+	}
 	if err != nil {
 		return fail(fmt.Errorf("load: %w", err))
-	}
-	if counted.err != nil && !errors.Is(counted.err, io.EOF) {
-		return fail(fmt.Errorf("save: %w", counted.err))
 	}
 
 	// A load that read a cut stream can end without an error and without
@@ -71,7 +74,7 @@ func EnsureImage(ctx context.Context, from, to *client.Client, ref string, progr
 	// other code than the kernel's.
 	dst, err := to.ImageInspect(ctx, ref)
 	if isNotFound(err) {
-		return fail(fmt.Errorf("the load ended without the image (%d bytes sent)", counted.done))
+		return fail(fmt.Errorf("the load ended without the image (%d bytes sent)", sent))
 	}
 	if err != nil {
 		return fail(fmt.Errorf("inspect after load: %w", err))
@@ -79,23 +82,34 @@ func EnsureImage(ctx context.Context, from, to *client.Client, ref string, progr
 	if dst.ID != src.ID {
 		return fail(fmt.Errorf("the copy has ID %s, the original %s", dst.ID, src.ID))
 	}
-	progress(counted.done, counted.done)
+	progress(sent, sent)
 	return true, nil
 }
 
 // countingReader counts what is read through it, calls progress every
-// progressStep bytes, and keeps the error the source ended with.
+// progressStep bytes, and keeps the error the source ended with. The HTTP
+// client may still read a request's body after the response came back, so
+// what it keeps is behind a lock, and after finish it calls progress no
+// more.
 type countingReader struct {
 	r        io.Reader
-	done     int64
 	total    int64
-	reported int64
 	progress func(done, total int64)
+
+	mu       sync.Mutex
+	done     int64
+	reported int64
 	err      error
+	finished bool
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished {
+		return 0, io.ErrClosedPipe
+	}
 	c.done += int64(n)
 	if c.done-c.reported >= progressStep {
 		c.reported = c.done
@@ -105,4 +119,13 @@ func (c *countingReader) Read(p []byte) (int, error) {
 		c.err = err
 	}
 	return n, err
+}
+
+// finish stops the reports and returns the bytes read and the source's
+// error.
+func (c *countingReader) finish() (done int64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.finished = true
+	return c.done, c.err
 }
