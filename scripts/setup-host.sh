@@ -37,6 +37,11 @@ fi
 if ! command -v ssh >/dev/null 2>&1; then
   pkgs="$pkgs openssh-client"
 fi
+# The tests of a second daemon in a network namespace (internal/dockertest)
+# make it with ip (iproute2) and enter it with nsenter (util-linux).
+if ! command -v ip >/dev/null 2>&1 && [ ! -x /usr/sbin/ip ] && [ ! -x /sbin/ip ]; then
+  pkgs="$pkgs iproute2"
+fi
 [ -n "$pkgs" ] || exit 0
 
 sudo=""
