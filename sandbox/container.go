@@ -479,8 +479,13 @@ func teardown(cli *client.Client, id, volumeName string) error {
 	defer cancel()
 	var errs []error
 	if id != "" {
-		if err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) &&
-			!strings.Contains(err.Error(), "is already in progress") {
+		err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && strings.Contains(err.Error(), "is already in progress") {
+			// Another process (a sweep next to this one) removes it: wait
+			// until it is gone, so that the container is gone on return.
+			err = waitRemoved(ctx, cli, id)
+		}
+		if err != nil && !isNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %.12s: %w", id, err))
 		}
 	}
@@ -490,6 +495,21 @@ func teardown(cli *client.Client, id, volumeName string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// waitRemoved waits until the container id, which another caller is
+// removing, is gone.
+func waitRemoved(ctx context.Context, cli *client.Client, id string) error {
+	waitC, errC := cli.ContainerWait(ctx, id, container.WaitConditionRemoved)
+	select {
+	case <-waitC:
+		return nil
+	case err := <-errC:
+		if isNotFound(err) {
+			return nil // gone before the wait began
+		}
+		return err
+	}
 }
 
 // detached is ctx without its cancellation, bounded on its own: a create
