@@ -173,8 +173,13 @@ func (e *ImageError) Error() string {
 	return fmt.Sprintf("image %s not found: pull or build it (any image with python3, 3.9 or later, works), or drop --image to use ctxcode's own", e.Image)
 }
 
-// PingTimeout bounds how long Connect waits for the daemon.
-const PingTimeout = 5 * time.Second
+// PingTimeout bounds how long Connect waits for the daemon; SSHPingTimeout
+// for one over ssh, whose first answer takes a handshake and starting the
+// docker command on the other machine (seconds on a loaded one).
+const (
+	PingTimeout    = 5 * time.Second
+	SSHPingTimeout = 30 * time.Second
+)
 
 // Connect returns a client for the daemon h names (the zero Host: the
 // environment's, as the docker command would choose), after checking
@@ -193,12 +198,16 @@ func Connect(ctx context.Context, h Host) (*client.Client, error) {
 	if err != nil {
 		return nil, inputErrorf("docker host %s: %w; expected unix:///path, tcp://host:port, ssh://[user@]host[:port][/socket] or a Docker context name", e, err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, PingTimeout)
+	wait := PingTimeout
+	if strings.HasPrefix(e.url, "ssh://") {
+		wait = SSHPingTimeout
+	}
+	pctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if _, err := cli.Ping(pctx); err != nil {
 		_ = cli.Close()
 		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("no answer within %s", PingTimeout)
+			err = fmt.Errorf("no answer within %s", wait)
 		}
 		return nil, &DaemonError{Host: e.String(), Err: err}
 	}
