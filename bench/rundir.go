@@ -272,14 +272,14 @@ type Trial struct {
 	// WallMS before the first model request; ModelMS the model calls,
 	// retries and waits included; WaitedMS the part of ModelMS spent
 	// waiting to retry.
-	WallMS     int64     `json:"wall_ms"`
-	PoolWaitMS int64     `json:"pool_wait_ms"`
-	KernelMS   int64     `json:"kernel_ms"`
-	ModelMS    int64     `json:"model_ms"`
-	WaitedMS   int64     `json:"waited_ms"`
+	WallMS     int64 `json:"wall_ms"`
+	PoolWaitMS int64 `json:"pool_wait_ms"`
+	KernelMS   int64 `json:"kernel_ms"`
+	ModelMS    int64 `json:"model_ms"`
+	WaitedMS   int64 `json:"waited_ms"`
 	// Host is the daemon the trial's kernel ran on, in a run spread over
 	// several (Spec.Hosts); "" in a run of one.
-	Host string `json:"host,omitempty"`
+	Host       string    `json:"host,omitempty"`
 	Retries    int       `json:"retries"`
 	Restarts   int       `json:"restarts"`
 	Trajectory string    `json:"trajectory"` // relative to the run directory

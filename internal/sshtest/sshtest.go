@@ -48,6 +48,8 @@ type Server struct {
 	keyFP, probeFP string // the keys' SHA256 fingerprints, as sshd logs them
 	probeKey       string
 	cmd            *exec.Cmd
+	log            *os.File // sshd's output, read by read
+	stopOnce       sync.Once
 
 	mu      sync.Mutex
 	lines   []string
@@ -135,7 +137,8 @@ LogLevel INFO
 		tb.Fatalf("sshtest: start sshd: %v", err)
 	}
 	go s.read(r)
-	tb.Cleanup(func() { s.stop(tb, r) })
+	s.log = r
+	tb.Cleanup(func() { s.Kill(tb) })
 	select {
 	case <-s.ready:
 	case <-s.done:
@@ -237,6 +240,13 @@ func (s *Server) read(r *os.File) {
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
 	close(s.done)
+}
+
+// Kill stops the server now, as the end of the test would (stop): a test
+// of a host that goes away mid-run calls it. It is safe to call more than
+// once.
+func (s *Server) Kill(tb testing.TB) {
+	s.stopOnce.Do(func() { s.stop(tb, s.log) })
 }
 
 // stop ends the connection masters whose sockets are in Dir (ControlDir,

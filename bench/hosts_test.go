@@ -1,0 +1,215 @@
+package bench_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/bench"
+	"github.com/ctxcode/ctxcode/internal/sshtest"
+	"github.com/ctxcode/ctxcode/internal/testenv"
+	"github.com/ctxcode/ctxcode/sandbox"
+)
+
+// localSocket is this machine's daemon, named as --hosts takes it.
+const localSocket = "unix:///var/run/docker.sock"
+
+// twoHosts are this machine's daemon reached two ways: over its socket,
+// and over ssh through a throwaway sshd (internal/sshtest), each with 2
+// slots. Without the daemon, the kernel image, root or sshd the test
+// skips (fails in CI).
+func twoHosts(t *testing.T) (*sshtest.Server, []bench.HostSpec) {
+	t.Helper()
+	ctx := context.Background()
+	cli, err := sandbox.Connect(ctx, sandbox.Host{Name: localSocket})
+	if err != nil {
+		testenv.SkipOrFail(t, "docker: %v", err)
+	}
+	ok, err := sandbox.ImageExists(ctx, cli, sandbox.KernelImage())
+	_ = cli.Close()
+	require.NoError(t, err)
+	if !ok {
+		testenv.SkipOrFail(t, "kernel image %s is missing: run `make image`", sandbox.KernelImage())
+	}
+	srv := sshtest.Start(t)
+	ssh := sandbox.Host{Name: srv.URL(), SSHFlags: srv.SSHFlags(), ControlDir: srv.ControlDir()}
+	return srv, []bench.HostSpec{{Host: sandbox.Host{Name: localSocket}, Slots: 2}, {Host: ssh, Slots: 2}}
+}
+
+// hostsConfig is a reference-model run of condition D over the built-in
+// tasks of tier s, reps times, spread over hosts.
+func hostsConfig(t *testing.T, hosts []bench.HostSpec, reps int) bench.Config {
+	cfg := configS(t)
+	cfg.Conditions, cfg.Reps, cfg.Hosts = "D", reps, hosts
+	cfg.Sandbox = sandbox.OpenOptions{Kind: sandbox.KindDocker}
+	return cfg
+}
+
+// observer calls seen with each trial line as the run writes it.
+type observer struct{ seen func(bench.Trial) }
+
+func (o observer) Started(int, int)         {}
+func (o observer) Finished(tr bench.Trial) { o.seen(tr) }
+
+// runHosts runs cfg to its end through bench's API.
+func runHosts(t *testing.T, cfg bench.Config, obs bench.Observer) (*bench.Outcome, *strings.Builder) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	var warn strings.Builder
+	s, err := bench.Prepare(cfg, &warn)
+	require.NoError(t, err)
+	s.Run.Warn, s.Run.Observer = &warn, obs
+	log, cleanup, err := s.Open(ctx, &warn)
+	if err != nil {
+		cleanup()
+		require.NoError(t, err, warn.String())
+	}
+	out, err := s.Run.Execute(ctx, log)
+	require.NoError(t, log.Close())
+	cleanup()
+	require.NoError(t, err, warn.String())
+	return out, &warn
+}
+
+// lines are the run's trial lines, in order.
+func lines(t *testing.T, dir string) []bench.Trial {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "trials.jsonl"))
+	require.NoError(t, err)
+	var out []bench.Trial
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var tr bench.Trial
+		require.NoError(t, json.Unmarshal([]byte(l), &tr), l)
+		out = append(out, tr)
+	}
+	return out
+}
+
+// ownLeft are the ctxcode containers and volumes this test process made
+// that are still on the local daemon.
+func ownLeft(t *testing.T) []string {
+	t.Helper()
+	ctx := context.Background()
+	cli, err := sandbox.Connect(ctx, sandbox.Host{Name: localSocket})
+	require.NoError(t, err)
+	defer cli.Close()
+	f := filters.NewArgs(filters.Arg("label", sandbox.LabelPID+"="+strconv.Itoa(os.Getpid())))
+	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	require.NoError(t, err)
+	var left []string
+	for _, c := range cs {
+		left = append(left, "container "+c.ID[:12]+" "+c.State)
+	}
+	vs, err := cli.VolumeList(ctx, volume.ListOptions{Filters: f})
+	require.NoError(t, err)
+	for _, v := range vs.Volumes {
+		left = append(left, "volume "+v.Name)
+	}
+	return left
+}
+
+// checkFinal asserts that every key of the run ends with one right,
+// non-infra line, its last.
+func checkFinal(t *testing.T, out *bench.Outcome, all []bench.Trial) {
+	t.Helper()
+	assert.Equal(t, out.Total, len(out.Final), "one final line per key")
+	for _, tr := range out.Final {
+		assert.NotEqual(t, bench.ClassInfra, tr.Class, "%s: %s %s", tr.Key, tr.Status, tr.Error)
+		assert.True(t, tr.Correct, "%s on %s: %s %s %s", tr.Key, tr.Host, tr.Status, tr.GradeReason, tr.Error)
+	}
+	for _, tr := range all {
+		if tr.Class != bench.ClassInfra {
+			n := 0
+			for _, o := range all {
+				if o.Key == tr.Key && o.Class != bench.ClassInfra {
+					n++
+				}
+			}
+			assert.Equal(t, 1, n, "%s: one result line", tr.Key)
+		}
+	}
+}
+
+// TestHostsSpread: a run over two hosts (--hosts) takes kernels from both,
+// each trial line names its host, run.json records the hosts, every trial
+// is right, and no container or volume is left.
+func TestHostsSpread(t *testing.T) {
+	srv, hosts := twoHosts(t)
+	cfg := hostsConfig(t, hosts, 3)
+	out, warn := runHosts(t, cfg, nil)
+	all := lines(t, cfg.Out)
+	checkFinal(t, out, all)
+	assert.GreaterOrEqual(t, out.Total, 24, "enough trials to spread")
+	assert.Empty(t, out.Lost, warn.String())
+	on := map[string]int{}
+	for _, tr := range all {
+		on[tr.Host]++
+	}
+	assert.Positive(t, on[localSocket], "trials on the socket: %v", on)
+	assert.Positive(t, on[srv.URL()], "trials over ssh: %v", on)
+	assert.Len(t, on, 2, "every line names one of the two hosts: %v", on)
+
+	b, err := os.ReadFile(filepath.Join(cfg.Out, "run.json"))
+	require.NoError(t, err)
+	var spec bench.Spec
+	require.NoError(t, json.Unmarshal(b, &spec))
+	assert.Equal(t, []bench.HostInfo{{Name: localSocket, Slots: 2}, {Name: srv.URL(), Slots: 2}}, spec.Hosts)
+	assert.Equal(t, 4, spec.Parallel, "the run's width is the hosts' slots")
+	assert.Empty(t, ownLeft(t))
+}
+
+// TestHostsLoss: the ssh host's server (sshd and its connection masters)
+// is killed once a trial has run there; the run goes on on the other
+// host, names the lost host, ends every key with one right line, and
+// leaves no container or volume on the daemon (the lost host's, which
+// is the same daemon, removed by the run's cleanup through the socket).
+func TestHostsLoss(t *testing.T) {
+	srv, hosts := twoHosts(t)
+	cfg := hostsConfig(t, hosts, 3)
+	var once sync.Once
+	killed := false
+	// Finished is called one line at a time: the run writes no more
+	// lines while the server is killed, so trials are left to run.
+	obs := observer{seen: func(tr bench.Trial) {
+		if tr.Host == srv.URL() && tr.Class != bench.ClassInfra {
+			once.Do(func() {
+				srv.Kill(t)
+				killed = true
+			})
+		}
+	}}
+	out, warn := runHosts(t, cfg, obs)
+	require.True(t, killed, "no trial ran over ssh:\n%s", warn)
+	all := lines(t, cfg.Out)
+	checkFinal(t, out, all)
+	require.Len(t, out.Lost, 1, warn.String())
+	assert.Equal(t, srv.URL(), out.Lost[0].Name)
+	assert.False(t, out.Lost[0].At.IsZero())
+	assert.Contains(t, warn.String(), "host "+srv.URL()+" lost")
+	var after int
+	for _, tr := range all {
+		if tr.Host == localSocket && tr.Started.After(out.Lost[0].At) {
+			after++
+		}
+	}
+	assert.Positive(t, after, "trials ran on the socket after the loss")
+	for _, tr := range out.Final {
+		if tr.Started.After(out.Lost[0].At.Add(time.Second)) {
+			assert.Equal(t, localSocket, tr.Host, "%s started after the loss", tr.Key)
+		}
+	}
+	assert.Empty(t, ownLeft(t))
+}
