@@ -63,8 +63,9 @@ type observer struct{ seen func(bench.Trial) }
 func (o observer) Started(int, int)         {}
 func (o observer) Finished(tr bench.Trial) { o.seen(tr) }
 
-// runHosts runs cfg to its end through bench's API.
-func runHosts(t *testing.T, cfg bench.Config, obs bench.Observer) (*bench.Outcome, *strings.Builder) {
+// runHosts runs cfg to its end through bench's API, and returns its
+// outcome, its warnings and its summary (bench.WriteSummary).
+func runHosts(t *testing.T, cfg bench.Config, obs bench.Observer) (*bench.Outcome, *strings.Builder, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -81,7 +82,9 @@ func runHosts(t *testing.T, cfg bench.Config, obs bench.Observer) (*bench.Outcom
 	require.NoError(t, log.Close())
 	cleanup()
 	require.NoError(t, err, warn.String())
-	return out, &warn
+	var sum strings.Builder
+	require.NoError(t, bench.WriteSummary(&sum, out, s.Run.Spec, cfg.Out, false))
+	return out, &warn, sum.String()
 }
 
 // lines are the run's trial lines, in order.
@@ -149,7 +152,7 @@ func checkFinal(t *testing.T, out *bench.Outcome, all []bench.Trial) {
 func TestHostsSpread(t *testing.T) {
 	srv, hosts := twoHosts(t)
 	cfg := hostsConfig(t, hosts, 3)
-	out, warn := runHosts(t, cfg, nil)
+	out, warn, sum := runHosts(t, cfg, nil)
 	all := lines(t, cfg.Out)
 	checkFinal(t, out, all)
 	assert.GreaterOrEqual(t, out.Total, 24, "enough trials to spread")
@@ -168,6 +171,8 @@ func TestHostsSpread(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &spec))
 	assert.Equal(t, []bench.HostInfo{{Name: localSocket, Slots: 2}, {Name: srv.URL(), Slots: 2}}, spec.Hosts)
 	assert.Equal(t, 4, spec.Parallel, "the run's width is the hosts' slots")
+	assert.Contains(t, sum, "hosts, trials of the final lines each ran: "+localSocket)
+	assert.NotContains(t, sum, "lost")
 	assert.Empty(t, ownLeft(t))
 }
 
@@ -191,7 +196,7 @@ func TestHostsLoss(t *testing.T) {
 			})
 		}
 	}}
-	out, warn := runHosts(t, cfg, obs)
+	out, warn, sum := runHosts(t, cfg, obs)
 	require.True(t, killed, "no trial ran over ssh:\n%s", warn)
 	all := lines(t, cfg.Out)
 	checkFinal(t, out, all)
@@ -199,6 +204,7 @@ func TestHostsLoss(t *testing.T) {
 	assert.Equal(t, srv.URL(), out.Lost[0].Name)
 	assert.False(t, out.Lost[0].At.IsZero())
 	assert.Contains(t, warn.String(), "host "+srv.URL()+" lost")
+	assert.Contains(t, sum, "host "+srv.URL()+" lost at "+out.Lost[0].At.Format(time.RFC3339))
 	var after int
 	for _, tr := range all {
 		if tr.Host == localSocket && tr.Started.After(out.Lost[0].At) {
