@@ -60,7 +60,7 @@ func hostsConfig(t *testing.T, hosts []bench.HostSpec, reps int) bench.Config {
 // observer calls seen with each trial line as the run writes it.
 type observer struct{ seen func(bench.Trial) }
 
-func (o observer) Started(int, int)         {}
+func (o observer) Started(int, int)        {}
 func (o observer) Finished(tr bench.Trial) { o.seen(tr) }
 
 // runHosts runs cfg to its end through bench's API, and returns its

@@ -124,7 +124,7 @@ func ParseHostSlots(item string) (Host, int, error) {
 	if name == "" {
 		return Host{}, 0, inputErrorf("--hosts %q: no daemon named: expected URL[=slots], URL a daemon URL (unix://, tcp://, ssh://) or a Docker context name", item)
 	}
-	h := Host{Name: name}
+	h := Host{Name: name, flag: "--hosts"}
 	if err := h.Check(); err != nil {
 		return Host{}, 0, err
 	}
