@@ -22,7 +22,7 @@ func TestHostsFlag(t *testing.T) {
 	sock := "unix:///var/run/docker.sock"
 	for _, tc := range []struct {
 		name, hosts, want string
-		more             []string
+		more              []string
 	}{
 		{name: "slots not a number", hosts: sock + "=x", want: `slots "x": expected URL[=slots], slots a whole number of 1 or more`},
 		{name: "slots zero", hosts: sock + "=0", want: `slots "0": expected URL[=slots]`},
