@@ -17,10 +17,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/internal/sshtest"
 	"github.com/ctxcode/ctxcode/internal/testenv"
+	"github.com/ctxcode/ctxcode/llm"
 	"github.com/ctxcode/ctxcode/sandbox"
+	"github.com/ctxcode/ctxcode/session"
 )
 
 // localSocket is this machine's daemon, named as --hosts takes it.
@@ -216,6 +219,114 @@ func TestHostsLoss(t *testing.T) {
 		if tr.Started.After(out.Lost[0].At.Add(time.Second)) {
 			assert.Equal(t, localSocket, tr.Host, "%s started after the loss", tr.Key)
 		}
+	}
+	assert.Empty(t, ownLeft(t))
+}
+
+// gate holds the first n model calls until open is closed, telling
+// arrived of each.
+type gate struct {
+	mu      sync.Mutex
+	n       int
+	arrived chan struct{}
+	open    chan struct{}
+}
+
+// gated is a model whose calls pass through a gate.
+type gated struct {
+	llm.Model
+	g *gate
+}
+
+func (m gated) Complete(ctx context.Context, req session.Request) (llm.Reply, error) {
+	m.g.mu.Lock()
+	hold := m.g.n > 0
+	m.g.n--
+	m.g.mu.Unlock()
+	if hold {
+		m.g.arrived <- struct{}{}
+		select {
+		case <-m.g.open:
+		case <-ctx.Done():
+			return llm.Reply{}, ctx.Err()
+		}
+	}
+	return m.Model.Complete(ctx, req)
+}
+
+// TestHostsLossInFlight: the ssh host's server is killed while a trial
+// runs on each slot (every one waiting for its model's first reply): the
+// trials on the ssh host find their kernels gone, cannot restart them
+// there, and end as infra failures (kernel_failed) naming that host; each
+// runs again on the socket in the same run, as its next attempt, and
+// every key ends with one right line.
+func TestHostsLossInFlight(t *testing.T) {
+	srv, hosts := twoHosts(t)
+	cfg := hostsConfig(t, hosts, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	var warn strings.Builder
+	s, err := bench.Prepare(cfg, &warn)
+	require.NoError(t, err)
+	g := &gate{n: 4, arrived: make(chan struct{}, 4), open: make(chan struct{})}
+	inner := s.Run.Models[0].For
+	s.Run.Models[0].For = func(c bench.Condition) (llm.Model, error) {
+		m, err := inner(c)
+		return gated{Model: m, g: g}, err
+	}
+	s.Run.Warn = &warn
+	log, cleanup, err := s.Open(ctx, &warn)
+	if err != nil {
+		cleanup()
+		require.NoError(t, err, warn.String())
+	}
+	require.Equal(t, 4, s.Run.Parallel)
+	type result struct {
+		out *bench.Outcome
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := s.Run.Execute(ctx, log)
+		done <- result{out, err}
+	}()
+	for range 4 { // a trial on every slot, two of them over ssh
+		select {
+		case <-g.arrived:
+		case r := <-done:
+			t.Fatalf("the run ended before its first 4 trials asked the model: %v\n%s", r.err, warn.String())
+		}
+	}
+	srv.Kill(t)
+	close(g.open)
+	r := <-done
+	require.NoError(t, log.Close())
+	cleanup()
+	require.NoError(t, r.err, warn.String())
+	out := r.out
+	all := lines(t, cfg.Out)
+	checkFinal(t, out, all)
+	require.Len(t, out.Lost, 1, warn.String())
+	assert.Equal(t, srv.URL(), out.Lost[0].Name)
+	var infra []bench.Trial
+	for _, tr := range all {
+		if tr.Class == bench.ClassInfra {
+			infra = append(infra, tr)
+		}
+	}
+	require.Len(t, infra, 2, "the two trials on the ssh host:\n%s", warn.String())
+	final := map[bench.Key]bench.Trial{}
+	for _, tr := range out.Final {
+		final[tr.Key] = tr
+	}
+	for _, tr := range infra {
+		assert.Equal(t, srv.URL(), tr.Host)
+		assert.Equal(t, agent.KernelFailed, tr.Status, tr.Error)
+		assert.Equal(t, 1, tr.Attempt)
+		again := final[tr.Key]
+		assert.Equal(t, 2, again.Attempt, "%s ran again as its second attempt", tr.Key)
+		assert.Equal(t, localSocket, again.Host, "%s ran again on the socket", tr.Key)
+		assert.True(t, again.Correct, "%s: %s", tr.Key, again.Error)
 	}
 	assert.Empty(t, ownLeft(t))
 }
