@@ -230,6 +230,10 @@ type hostSet struct {
 func (s *Setup) openHosts(ctx context.Context, warn io.Writer) error {
 	cfg, run := s.cfg, s.Run
 	run.Hosts = nil
+	image := sandbox.KernelImage()
+	if d := cfg.Sandbox.Docker; d != nil && d.Image != "" {
+		image = d.Image
+	}
 	for _, hs := range cfg.Hosts {
 		h, ensure := hs.Host, hs.EnsureImage
 		set := hostSet{host: h, session: sandbox.NewSessionID()}
@@ -260,20 +264,9 @@ func (s *Setup) openHosts(ctx context.Context, warn io.Writer) error {
 			return tr, cleanup, err
 		}}
 		s.hostSets = append(s.hostSets, set)
-		slots := hs.Slots
-		if slots == 0 {
-			cli, err := sandbox.Connect(ctx, h)
-			if ie := (*sandbox.InputError)(nil); errors.As(err, &ie) {
-				return inputErrorf("--hosts %s: %v", h.Name, err)
-			}
-			if err != nil {
-				return fmt.Errorf("host %s: %w", h.Describe(), err)
-			}
-			slots, err = sandbox.CPUs(ctx, cli)
-			_ = cli.Close()
-			if err != nil {
-				return err
-			}
+		slots, err := checkHost(ctx, hs, image)
+		if err != nil {
+			return err
 		}
 		name := h.Name
 		if name == "" {
@@ -314,4 +307,34 @@ func (s *Setup) closeHosts() {
 		}
 		cancel()
 	}
+}
+
+// checkHost checks, before the run starts, that the daemon of hs answers
+// and has image (putting it there with hs.EnsureImage when it has not, if
+// that is set), and returns its slots: hs.Slots, or its CPUs.
+func checkHost(ctx context.Context, hs HostSpec, image string) (int, error) {
+	h := hs.Host
+	cli, err := sandbox.Connect(ctx, h)
+	if ie := (*sandbox.InputError)(nil); errors.As(err, &ie) {
+		return 0, inputErrorf("--hosts %s: %v", h.Name, err)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("host %s: %w", h.Describe(), err)
+	}
+	defer cli.Close()
+	ok, err := sandbox.ImageExists(ctx, cli, image)
+	if err != nil {
+		return 0, fmt.Errorf("host %s: %w", h.Describe(), err)
+	}
+	if !ok && hs.EnsureImage != nil {
+		if err := hs.EnsureImage(ctx, h, image); err != nil {
+			return 0, fmt.Errorf("host %s lacks the kernel image %s, and putting it there failed: %w", h.Describe(), image, err)
+		}
+	} else if !ok {
+		return 0, fmt.Errorf("host %s: %w (or copy it there from a daemon that has it: docker save %s | docker -H URL load)", h.Describe(), &sandbox.ImageError{Image: image}, image)
+	}
+	if hs.Slots > 0 {
+		return hs.Slots, nil
+	}
+	return sandbox.CPUs(ctx, cli)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	dockerimage "github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -335,4 +336,41 @@ func TestHostsLossInFlight(t *testing.T) {
 		assert.True(t, again.Correct, "%s: %s", tr.Key, again.Error)
 	}
 	assert.Empty(t, ownLeft(t))
+}
+
+// TestHostsEnsureImage: a host that lacks the image is found before the
+// run starts: without HostSpec.EnsureImage the run stops there, saying
+// to build or copy it; with it, the hook puts the image there (here: a
+// tag of the kernel image) and the run goes on.
+func TestHostsEnsureImage(t *testing.T) {
+	_, hosts := twoHosts(t)
+	ctx := context.Background()
+	cli, err := sandbox.Connect(ctx, sandbox.Host{Name: localSocket})
+	require.NoError(t, err)
+	defer cli.Close()
+	image := "ctxcode-test-ensure-" + strconv.Itoa(os.Getpid()) + ":latest"
+	t.Cleanup(func() { _, _ = cli.ImageRemove(ctx, image, dockerimage.RemoveOptions{}) })
+	cfg := hostsConfig(t, hosts[:1], 1)
+	cfg.TaskIDs = []string{"s-t1-1"}
+	dc := sandbox.DefaultConfig()
+	dc.Image = image
+	cfg.Sandbox.Docker = &dc
+
+	s, err := bench.Prepare(cfg, &strings.Builder{})
+	require.NoError(t, err)
+	_, cleanup, err := s.Open(ctx, &strings.Builder{})
+	cleanup()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "image "+image+" not found")
+	assert.Contains(t, err.Error(), "docker save "+image)
+
+	var asked []string
+	cfg.Hosts[0].EnsureImage = func(ctx context.Context, h sandbox.Host, img string) error {
+		asked = append(asked, h.Name+" "+img)
+		return cli.ImageTag(ctx, sandbox.KernelImage(), img)
+	}
+	out, warn, _ := runHosts(t, cfg, nil)
+	assert.Equal(t, []string{localSocket + " " + image}, asked, warn.String())
+	checkFinal(t, out, lines(t, cfg.Out))
+	assert.Equal(t, 1, out.Total)
 }
