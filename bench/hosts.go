@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/docker/docker/client"
+
 	"github.com/ctxcode/ctxcode/kernel"
 	"github.com/ctxcode/ctxcode/prefixes"
 	"github.com/ctxcode/ctxcode/sandbox"
@@ -274,7 +276,7 @@ func (s *Setup) openHosts(ctx context.Context, warn io.Writer) error {
 		}
 		run.Hosts = append(run.Hosts, RunHost{Name: name, Slots: slots, Transport: set.ts.lazy,
 			Alive: func(ctx context.Context) error {
-				cli, err := sandbox.Connect(ctx, h)
+				cli, err := connectPatient(ctx, h)
 				if err == nil {
 					_ = cli.Close()
 				}
@@ -314,7 +316,7 @@ func (s *Setup) closeHosts() {
 // that is set), and returns its slots: hs.Slots, or its CPUs.
 func checkHost(ctx context.Context, hs HostSpec, image string) (int, error) {
 	h := hs.Host
-	cli, err := sandbox.Connect(ctx, h)
+	cli, err := connectPatient(ctx, h)
 	if ie := (*sandbox.InputError)(nil); errors.As(err, &ie) {
 		return 0, inputErrorf("--hosts %s: %v", h.Name, err)
 	}
@@ -337,4 +339,27 @@ func checkHost(ctx context.Context, hs HostSpec, image string) (int, error) {
 		return hs.Slots, nil
 	}
 	return sandbox.CPUs(ctx, cli)
+}
+
+// connectTries is how often connectPatient asks a daemon.
+const connectTries = 3
+
+// connectPatient is sandbox.Connect, asked up to connectTries times while
+// the daemon does not answer: on a loaded machine the first ssh
+// connection to a host (handshake, then docker system dial-stdio there)
+// can take longer than sandbox.PingTimeout, and a host that is only slow
+// must not be taken for lost. One that is gone (connection refused) fails
+// as fast each time.
+func connectPatient(ctx context.Context, h sandbox.Host) (*client.Client, error) {
+	var err error
+	for range connectTries {
+		var cli *client.Client
+		if cli, err = sandbox.Connect(ctx, h); err == nil {
+			return cli, nil
+		}
+		if de := (*sandbox.DaemonError)(nil); !errors.As(err, &de) || ctx.Err() != nil {
+			return nil, err
+		}
+	}
+	return nil, err
 }
