@@ -205,8 +205,15 @@ func (d *Docker) Start(ctx context.Context) (_ kernel.Conn, err error) {
 	}
 	c := newConn(d, id, volumeName, hijack)
 	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		// Remove the container before closing the attach: over ssh with a
+		// shared connection (ControlMaster) the master holds the attach's
+		// pipes until its session ends, which is when the container is
+		// gone, and closing it waits for them (a start cancelled as a
+		// pool closed hung there).
+		terr := teardown(d.cli, id, volumeName)
+		id, volumeName = "", ""
 		hijack.Close()
-		return nil, fmt.Errorf("start kernel container: %w", err)
+		return nil, errors.Join(fmt.Errorf("start kernel container: %w", err), terr)
 	}
 	go c.wait()
 	return c, nil
