@@ -315,12 +315,6 @@ func TestHostsLossInFlight(t *testing.T) {
 			infra = append(infra, tr)
 		}
 	}
-	for _, tr := range all {
-		if !tr.Correct {
-			b, _ := os.ReadFile(filepath.Join(cfg.Out, tr.Trajectory))
-			t.Logf("DEBUG %s %s %s:\n%s", tr.Key, tr.Host, tr.Status, b)
-		}
-	}
 	require.Len(t, infra, 2, "the two trials on the ssh host:\n%s", warn.String())
 	final := map[bench.Key]bench.Trial{}
 	for _, tr := range out.Final {
