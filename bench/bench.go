@@ -119,8 +119,15 @@ type Run struct {
 	// Language is the kernels' language (Python for A).
 	Language kernel.Language
 	Agent    agent.Config
-	// Parallel is how many trials run at once (at least 1).
+	// Parallel is how many trials run at once (at least 1); with Hosts,
+	// at most the sum of their slots.
 	Parallel int
+	// Hosts, when not empty, are the Docker daemons the trials spread
+	// over (RunHost): a trial's kernel comes from whichever has a free
+	// slot, through its RunHost.Transport instead of the Folders'. A
+	// host that stops answering is lost for the rest of the run, and the
+	// trials it had run again on the others (Outcome.Lost).
+	Hosts    []RunHost
 	Observer Observer // may be nil
 	// Warn hears of warnings (nil: discarded), one line at a time.
 	Warn io.Writer
@@ -146,6 +153,9 @@ type Outcome struct {
 	Skipped int     // trials the log already held, not run again
 	Ran     int     // trials run now
 	Final   []Trial // the last line of every key in the log
+	// Lost are the hosts (Run.Hosts) lost during the run, in the order
+	// they were.
+	Lost []LostHost
 }
 
 // Execute runs every trial the log of l does not hold yet (or holds as an
@@ -185,12 +195,19 @@ func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	parallel := max(r.Parallel, 1)
+	hosts, slots, err := hostsOf(r.Hosts)
+	if err != nil {
+		return nil, &FatalError{err}
+	}
+	if len(hosts) > 0 {
+		parallel = min(parallel, cap(slots))
+	}
 	refs, folders := map[*poolRef]bool{}, map[*Folder]bool{}
 	for _, w := range todo {
 		refs[w.pool], folders[w.data] = true, true
 	}
-	s := &scheduler{run: r, todo: todo, parallel: parallel, npools: len(refs), pools: map[*poolRef]bool{}}
-	if len(folders) > 1 {
+	s := &scheduler{run: r, todo: todo, parallel: parallel, npools: len(refs), pools: map[*poolRef]bool{}, hosts: hosts, slots: slots}
+	if len(folders) > 1 && len(hosts) == 0 {
 		// Many small pools: the kernels they build ahead are parallel's
 		// in all, not each pool's two.
 		s.budget = parallel
@@ -208,7 +225,17 @@ func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
 				if !ok {
 					return
 				}
-				t, err := r.trial(ctx, s, w, models[w.model][w.cond], l, &closing)
+				var h *hostState
+				if len(hosts) > 0 {
+					var serr error
+					if h, serr = s.slot(ctx); serr != nil {
+						return // ctx ended: the trial has no line and runs on the next resume
+					}
+				}
+				t, again, err := r.trial(ctx, s, w, h, models[w.model][w.cond], l, &closing)
+				if h != nil {
+					s.release(h)
+				}
 				if t.Task != "" { // a trial that ended, even one that stops the run
 					if aerr := l.Append(t); aerr != nil {
 						cancel(&FatalError{aerr})
@@ -225,6 +252,9 @@ func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
 					cancel(err)
 					return
 				}
+				if again {
+					s.requeue(w)
+				}
 			}
 		})
 	}
@@ -232,6 +262,9 @@ func (r *Run) Execute(ctx context.Context, l *Log) (*Outcome, error) {
 	s.closeAll()
 	closing.Wait()
 	out.Final = l.Final()
+	s.mu.Lock()
+	out.Lost = s.lost
+	s.mu.Unlock()
 	if err := context.Cause(ctx); err != nil {
 		return out, err
 	}
@@ -364,6 +397,9 @@ type poolRef struct {
 	prefix *prefixes.Prefix
 	data   *Folder
 	pool   *sandbox.WarmPool[[]session.Cell]
+	// hosted are its pools on the run's hosts (Run.Hosts), by host,
+	// opened when a trial of it first takes a slot there.
+	hosted map[*hostState]*sandbox.WarmPool[[]session.Cell]
 	left   int     // trials still to take a kernel from it
 	share  float64 // its part of the trials to run, from 0 to 1
 	size   int     // the kernels it keeps ready, once open
@@ -383,6 +419,12 @@ type scheduler struct {
 	budget  int
 	closing sync.WaitGroup // pools being closed
 	warnMu  sync.Mutex     // the workers warn one at a time
+
+	// hosts are the run's hosts (Run.Hosts), none in a run of one;
+	// slots holds a token per free slot, and lost the hosts lost so far.
+	hosts []*hostState
+	slots chan *hostState
+	lost  []LostHost
 }
 
 // warnf writes a warning line to the run's Warn.
@@ -402,6 +444,11 @@ func (s *scheduler) next(ctx context.Context) (work, bool) {
 	}
 	w := s.todo[0]
 	s.todo = s.todo[1:]
+	if len(s.hosts) > 0 {
+		// Which host a trial's kernel comes from is known once it has a
+		// slot (poolOn).
+		return w, true
+	}
 	// Open the pools of the trials that will start soon: those the
 	// workers will take after this one.
 	s.open(w.pool, true)
@@ -474,21 +521,42 @@ func (s *scheduler) taken(ref *poolRef) {
 	if done {
 		delete(s.pools, ref)
 	}
-	s.mu.Unlock()
-	if done { // off the trial's path: Close waits for the starts under way
-		s.closing.Go(func() { _ = ref.pool.Close() })
+	var pools []*sandbox.WarmPool[[]session.Cell]
+	if done {
+		pools = ref.detach()
 	}
+	s.mu.Unlock()
+	for _, p := range pools { // off the trial's path: Close waits for the starts under way
+		s.closing.Go(func() { _ = p.Close() })
+	}
+}
+
+// detach takes ref's open pools from it, for closing; a trial of ref run
+// again (requeue) opens new ones. The caller holds scheduler.mu.
+func (ref *poolRef) detach() []*sandbox.WarmPool[[]session.Cell] {
+	var pools []*sandbox.WarmPool[[]session.Cell]
+	if ref.pool != nil {
+		pools = append(pools, ref.pool)
+	}
+	for _, p := range ref.hosted {
+		pools = append(pools, p)
+	}
+	ref.pool, ref.hosted = nil, nil
+	return pools
 }
 
 // closeAll closes every pool still open.
 func (s *scheduler) closeAll() {
 	s.mu.Lock()
-	open := s.pools
+	var pools []*sandbox.WarmPool[[]session.Cell]
+	for ref := range s.pools {
+		pools = append(pools, ref.detach()...)
+	}
 	s.pools = map[*poolRef]bool{}
 	s.mu.Unlock()
 	var wg sync.WaitGroup
-	for ref := range open {
-		wg.Go(func() { _ = ref.pool.Close() })
+	for _, p := range pools {
+		wg.Go(func() { _ = p.Close() })
 	}
 	wg.Wait()
 	s.closing.Wait()
@@ -498,20 +566,33 @@ func (s *scheduler) closeAll() {
 // run stops: kernels that cannot start would fail every trial.
 const acquireTries = 3
 
-// trial runs one trial and returns its line (an empty one when it did not
-// end). The error is for a run that must stop: ctx ended (the trial gets no
-// line), or a FatalError (with a line when the trial ended in it).
-func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, l *Log, closing *sync.WaitGroup) (Trial, error) {
+// trial runs one trial, its kernel from host h's pool (nil: the run has
+// no Hosts), and returns its line (an empty one when it did not end). The
+// error is for a run that must stop: ctx ended (the trial gets no line),
+// or a FatalError (with a line when the trial ended in it). again says the
+// trial is to run again, on another host: h was lost before the trial had
+// its kernel (no line) or while it ran (an infra line).
+func (r *Run) trial(ctx context.Context, s *scheduler, w work, h *hostState, model llm.Model, l *Log, closing *sync.WaitGroup) (_ Trial, again bool, _ error) {
 	started := time.Now()
 	ctx = llm.WithLabel(ctx, "trial "+w.key.String()) // its retry lines say whose they are
 	cond := r.Conditions[w.cond]
+	pool := w.pool.pool
+	if h != nil {
+		pool = s.poolOn(w.pool, h)
+	}
 	var k *kernel.Client
 	var cells []session.Cell
 	var err error
 	for try := 1; ; try++ {
-		k, cells, err = w.pool.pool.Acquire(ctx)
+		k, cells, err = pool.Acquire(ctx)
 		if err == nil || ctx.Err() != nil || try == acquireTries {
 			break
+		}
+		if h != nil {
+			if lost, lerr := s.lostHost(ctx, h); lost {
+				s.taken(w.pool)
+				return Trial{}, lerr == nil, fatalOrNil(lerr)
+			}
 		}
 		s.warnf("ctxcode: trial %s: no kernel (%v); trying again\n", w.key, err)
 	}
@@ -519,13 +600,18 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 	ready := time.Now() // the trial's own time starts with its kernel
 	if err != nil {
 		if ctx.Err() != nil {
-			return Trial{}, context.Cause(ctx)
+			return Trial{}, false, context.Cause(ctx)
+		}
+		if h != nil {
+			if lost, lerr := s.lostHost(ctx, h); lost {
+				return Trial{}, lerr == nil, fatalOrNil(lerr)
+			}
 		}
 		var be *prefixes.BuildError
 		if errors.As(err, &be) {
-			return Trial{}, &FatalError{fmt.Errorf("condition %s: %w", cond.Name, err)}
+			return Trial{}, false, &FatalError{fmt.Errorf("condition %s: %w", cond.Name, err)}
 		}
-		return Trial{}, &FatalError{fmt.Errorf("condition %s: start a kernel: %w", cond.Name, err)}
+		return Trial{}, false, &FatalError{fmt.Errorf("condition %s: start a kernel: %w", cond.Name, err)}
 	}
 	defer func() {
 		closing.Add(1)
@@ -540,14 +626,14 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 	path := filepath.Join(l.Dir, rel)
 	f, err := os.OpenFile(path+tempSuffix, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, trialsFilePerm)
 	if err != nil {
-		return Trial{}, &FatalError{fmt.Errorf("write a trajectory: %w", err)}
+		return Trial{}, false, &FatalError{fmt.Errorf("write a trajectory: %w", err)}
 	}
 	skill := ""
 	if w.data.Prefixes[w.cond] == nil {
 		if skill, err = w.data.skillDocument(r.Spec.Data.FollowLinks); err != nil {
 			_ = f.Close()
 			_ = os.Remove(path + tempSuffix)
-			return Trial{}, &FatalError{fmt.Errorf("condition %s's skill document of %s: %w", cond.Name, w.data.Dir, err)}
+			return Trial{}, false, &FatalError{fmt.Errorf("condition %s's skill document of %s: %w", cond.Name, w.data.Dir, err)}
 		}
 	}
 	traj := agent.NewTrajectory(f)
@@ -559,6 +645,9 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 		info.Data = r.Spec.Data.Manifest
 	}
 	t := Trial{Key: w.key, Attempt: attempt, Trajectory: rel, Started: started.UTC()}
+	if h != nil {
+		t.Host = h.Name
+	}
 	var res *agent.Result
 	if w.stages != nil {
 		res, err = r.runSession(ctx, w, sess, cfg, info, model, traj, &t)
@@ -568,14 +657,14 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 	if ctx.Err() != nil {
 		_ = f.Close()
 		_ = os.Remove(path + tempSuffix)
-		return Trial{}, context.Cause(ctx)
+		return Trial{}, false, context.Cause(ctx)
 	}
 	if err != nil {
 		// The session did not fit the protocol: nothing ran, and no trial
 		// after it would run either.
 		_ = f.Close()
 		_ = os.Remove(path + tempSuffix)
-		return Trial{}, &FatalError{fmt.Errorf("trial %s: %w", w.key, err)}
+		return Trial{}, false, &FatalError{fmt.Errorf("trial %s: %w", w.key, err)}
 	}
 	if w.stages == nil {
 		grade(w.task, res, traj)
@@ -588,14 +677,28 @@ func (r *Run) trial(ctx context.Context, s *scheduler, w work, model llm.Model, 
 		// and it runs again. The disk (or the folder) would fail the next
 		// trials too: the run stops here, with this line written.
 		t.Status, t.Class, t.Error, t.Trajectory = NotRecorded, ClassInfra, fmt.Sprintf("write trajectory %s: %v", rel, err), ""
-		return t, &FatalError{fmt.Errorf("trial %s: its trajectory could not be written whole (%w), so the trial has no result and runs again; make room in %s",
+		return t, false, &FatalError{fmt.Errorf("trial %s: its trajectory could not be written whole (%w), so the trial has no result and runs again; make room in %s",
 			w.key, err, l.Dir)}
 	}
 	if err := fatal(res); err != nil {
-		return t, &FatalError{fmt.Errorf("trial %s: %w; every trial of model %s would fail the same way: fix it and run again (the run resumes)",
+		return t, false, &FatalError{fmt.Errorf("trial %s: %w; every trial of model %s would fail the same way: fix it and run again (the run resumes)",
 			w.key, err, r.Models[w.model].Name)}
 	}
-	return t, nil
+	if h != nil && t.Class == ClassInfra {
+		// Its kernel's host may be gone: then the trial runs again on
+		// another, in this run, after this line.
+		lost, lerr := s.lostHost(ctx, h)
+		return t, lost && lerr == nil, fatalOrNil(lerr)
+	}
+	return t, false, nil
+}
+
+// fatalOrNil is err as a FatalError, or nil.
+func fatalOrNil(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &FatalError{err}
 }
 
 // fill copies what a run produced into its trial line.

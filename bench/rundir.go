@@ -89,6 +89,18 @@ type Spec struct {
 	// OrderSeed draws the order the trials run in (Order); a resume keeps
 	// it, so the trials left run in the order they would have.
 	OrderSeed int64 `json:"order_seed"`
+	// Hosts are the daemons the trials spread over (bench --hosts), as
+	// the latest start or resume named them; none in a run of one. They
+	// say where trials ran, not what a trial is: a resume may name other
+	// hosts (Diff does not compare them), but the width it runs at is
+	// Parallel, which it does compare (give --parallel to keep it).
+	Hosts []HostInfo `json:"hosts,omitempty"`
+}
+
+// HostInfo is one daemon of a run spread over several.
+type HostInfo struct {
+	Name  string `json:"name"`  // as --hosts named it
+	Slots int    `json:"slots"` // trials at once on it
 }
 
 // ModelInfo names a model of the run and how it is sampled.
@@ -260,11 +272,14 @@ type Trial struct {
 	// WallMS before the first model request; ModelMS the model calls,
 	// retries and waits included; WaitedMS the part of ModelMS spent
 	// waiting to retry.
-	WallMS     int64     `json:"wall_ms"`
-	PoolWaitMS int64     `json:"pool_wait_ms"`
-	KernelMS   int64     `json:"kernel_ms"`
-	ModelMS    int64     `json:"model_ms"`
-	WaitedMS   int64     `json:"waited_ms"`
+	WallMS     int64 `json:"wall_ms"`
+	PoolWaitMS int64 `json:"pool_wait_ms"`
+	KernelMS   int64 `json:"kernel_ms"`
+	ModelMS    int64 `json:"model_ms"`
+	WaitedMS   int64 `json:"waited_ms"`
+	// Host is the daemon the trial's kernel ran on, in a run spread over
+	// several (Spec.Hosts); "" in a run of one.
+	Host       string    `json:"host,omitempty"`
 	Retries    int       `json:"retries"`
 	Restarts   int       `json:"restarts"`
 	Trajectory string    `json:"trajectory"` // relative to the run directory

@@ -90,6 +90,10 @@ type Config struct {
 	// built-in tasks take.
 	PicksData bool
 	Agent     agent.Config
+	// Hosts, when not empty, are the Docker daemons the trials spread
+	// over (bench --hosts; Run.Hosts): Sandbox configures the containers
+	// on each, and its Host is not used.
+	Hosts []HostSpec
 	// Sandbox says where kernels run; Open fills its Lang, DataDir,
 	// FollowLinks and HostFallback (the host when Docker is not there,
 	// only for the reference model over the built-in tasks).
@@ -162,6 +166,7 @@ type Setup struct {
 	folders    []*ownFolder
 	ownFolder  map[string]*ownFolder
 	transports *transportSet // the kernels' transports, by data folder (Open)
+	hostSets   []hostSet     // with Config.Hosts, each host's transports (Open)
 	// referenceSkips are the tasks without a solution, which the
 	// reference model has no trial of (when some task has one).
 	referenceSkips map[string]bool
@@ -182,6 +187,8 @@ func (c Config) Check() error {
 		return inputErrorf("--reps %d: at most %d: each rep runs every (model, condition, task) again", c.Reps, MaxReps)
 	case c.Parallel < 0:
 		return inputErrorf("--parallel %d: give 1 or more (0: the default)", c.Parallel)
+	case len(c.Hosts) > 0 && c.Sandbox.Kind == sandbox.KindLocal:
+		return inputErrorf("--hosts names Docker daemons and --sandbox local runs the kernels on this host: drop one of them")
 	case c.Parallel > MaxParallel:
 		return inputErrorf("--parallel %d: at most %d trials at once, each with a kernel of up to --memory", c.Parallel, MaxParallel)
 	case c.TaskFile != "" && c.DataDir != "" && c.Prefix == "":
@@ -271,7 +278,10 @@ func Prepare(cfg Config, warn io.Writer) (*Setup, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	if cfg.Parallel == 0 {
+	switch {
+	case cfg.Parallel == 0 && len(cfg.Hosts) > 0:
+		cfg.Parallel = MaxParallel // Open takes the hosts' slots
+	case cfg.Parallel == 0:
 		cfg.Parallel = DefaultParallel(cfg.Models)
 	}
 	if err := cfg.checkLocal(); err != nil {
@@ -794,6 +804,12 @@ func (s *Setup) Open(ctx context.Context, warn io.Writer) (_ *Log, cleanup func(
 		return tr, cleanup, err
 	}}
 	cleanup = s.transports.close
+	if len(cfg.Hosts) > 0 {
+		cleanup = s.closeHosts
+		if err := s.openHosts(ctx, owarn); err != nil {
+			return nil, cleanup, err
+		}
+	}
 	if len(s.folders) > 0 {
 		if err := Check(cfg.Out, nil, cfg.Mode); err != nil {
 			return nil, cleanup, inputErrorf("--out %v", err)
@@ -874,6 +890,9 @@ func (s *Setup) Spec(ctx context.Context, tr kernel.Transport) (Spec, error) {
 	}
 	sp.TaskList = s.Tasks
 	sp.Sessions = run.Sessions
+	for _, h := range run.Hosts {
+		sp.Hosts = append(sp.Hosts, HostInfo{Name: h.Name, Slots: h.Slots})
+	}
 	for _, m := range run.Models {
 		sp.Models = append(sp.Models, m.ModelInfo)
 	}

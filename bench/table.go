@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // InfraCount is how many of the final lines are infra failures: trials
@@ -108,7 +109,28 @@ func WriteSummary(w io.Writer, out *Outcome, spec Spec, dir string, asJSON bool)
 		fmt.Fprintf(w, "; %d ended in an infrastructure failure, to run again when the run resumes", infra)
 	}
 	fmt.Fprintf(w, "; the run is in %s\n", dir)
+	writeHosts(w, out, spec)
 	return nil
+}
+
+// writeHosts writes, for a run spread over several hosts (Spec.Hosts), the
+// trials each ran now, and each host lost during the run, when and why.
+func writeHosts(w io.Writer, out *Outcome, spec Spec) {
+	if len(spec.Hosts) == 0 {
+		return
+	}
+	ran := map[string]int{}
+	for _, t := range out.Final {
+		ran[t.Host]++
+	}
+	var parts []string
+	for _, h := range spec.Hosts {
+		parts = append(parts, fmt.Sprintf("%s %d (%d slots)", h.Name, ran[h.Name], h.Slots))
+	}
+	fmt.Fprintf(w, "hosts, trials of the final lines each ran: %s\n", strings.Join(parts, ", "))
+	for _, l := range out.Lost {
+		fmt.Fprintf(w, "host %s lost at %s: %s; its trials ran again on the other hosts\n", l.Name, l.At.Format(time.RFC3339), l.Err)
+	}
 }
 
 // writeStages writes a line per (model, condition) of session trials, in

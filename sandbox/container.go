@@ -204,9 +204,23 @@ func (d *Docker) Start(ctx context.Context) (_ kernel.Conn, err error) {
 		return nil, fmt.Errorf("attach to kernel container: %w", err)
 	}
 	c := newConn(d, id, volumeName, hijack)
-	if err := d.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+	// Not cancelled with ctx, as the create: a start cut short leaves a
+	// container attached but never started, whose attach over a shared
+	// ssh connection does not end even once it is removed, so that
+	// closing it hung (a pool closed while one of its kernels started).
+	// The caller sees ctx's end at its first request (kernel.Start's
+	// ping), which kills the kernel.
+	sctx, scancel := detached(ctx)
+	err = d.cli.ContainerStart(sctx, id, container.StartOptions{})
+	scancel()
+	if err != nil {
+		// Remove the container before closing the attach: over ssh with a
+		// shared connection (ControlMaster) the master holds the attach's
+		// pipes until its session ends, and closing it waits for them.
+		terr := teardown(d.cli, id, volumeName)
+		id, volumeName = "", ""
 		hijack.Close()
-		return nil, fmt.Errorf("start kernel container: %w", err)
+		return nil, errors.Join(fmt.Errorf("start kernel container: %w", err), terr)
 	}
 	go c.wait()
 	return c, nil

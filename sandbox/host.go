@@ -49,6 +49,9 @@ type Host struct {
 	// NoSharing turns ssh's connection sharing off: every connection is
 	// a new ssh session.
 	NoSharing bool
+
+	// flag is the flag that named it, for errors ("": --docker-host).
+	flag string
 }
 
 // SSHPersist is how long a shared ssh connection stays open once its last
@@ -93,6 +96,9 @@ func dockerConfigDir() string {
 // or a URL of another scheme is an *InputError.
 func (h Host) resolve() (endpoint, error) {
 	name, from := h.Name, "--docker-host"
+	if h.flag != "" {
+		from = h.flag
+	}
 	if name == "" {
 		switch {
 		case os.Getenv("DOCKER_CONTEXT") != "":

@@ -48,6 +48,8 @@ type benchOptions struct {
 	// whose figures (--window, ...) go to agent.Context.
 	stages int
 	policy string
+	// hosts are --hosts: the daemons the trials spread over.
+	hosts []hostSlots
 }
 
 func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
@@ -55,7 +57,8 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 	fs := newFlagSet("bench", benchUsage, stderr)
 	o.sandbox.register(fs)
 	o.modelFlags.register(fs, "sample-seed") // --seed is the data's
-	var models, tasks string
+	var models, tasks, hosts string
+	registerHosts(fs, &hosts)
 	fs.StringVar(&o.out, "out", "", "the run directory (required): created, or resumed when it holds this run")
 	fs.StringVar(&o.conditions, "conditions", strings.Join(agent.LadderNames(), ","), "the built-in conditions, a comma list of A, B, B0, D, C")
 	fs.StringVar(&o.conditionsFile, "conditions-file", "", "variants of the conditions, JSON lines {\"name\", \"base\", \"rules\"?, \"prefix\"?}, run besides --conditions")
@@ -84,6 +87,15 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 		return nil, err
 	}
 	o.orderSeedSet = fs.Changed("order-seed")
+	if hosts != "" {
+		if fs.Changed("docker-host") {
+			return nil, usagef("--hosts names the daemons, and --docker-host one: drop --docker-host (or name its daemon in --hosts)")
+		}
+		var err error
+		if o.hosts, err = parseHosts(hosts); err != nil {
+			return nil, err
+		}
+	}
 	if err := o.sandbox.check(); err != nil {
 		return nil, err
 	}
@@ -160,6 +172,9 @@ func (o *benchOptions) config() bench.Config {
 		FollowLinks: o.sandbox.followLinks,
 		UnsafeLocal: o.unsafeLocal,
 		Version:     version,
+	}
+	for _, h := range o.hosts {
+		cfg.Hosts = append(cfg.Hosts, bench.HostSpec{Host: h.host, Slots: h.slots})
 	}
 	if o.modelFlags.seed >= 0 {
 		seed := o.modelFlags.seed

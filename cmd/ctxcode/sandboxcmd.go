@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/ctxcode/ctxcode/sandbox"
@@ -45,8 +47,20 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		host := new(string)
 		registerDockerHost(fs, host)
 		img := fs.String("image", sandbox.KernelImage(), "kernel image to look for")
+		hosts := new(string)
+		registerHosts(fs, hosts)
 		if err := fs.parse(args[1:], 0, ""); err != nil {
 			return err
+		}
+		if *hosts != "" {
+			if fs.Changed("docker-host") {
+				return usagef("--hosts names the daemons, and --docker-host one: drop one of them")
+			}
+			hs, err := parseHosts(*hosts)
+			if err != nil {
+				return err
+			}
+			return hostsStatus(ctx, stdout, hs, *img)
 		}
 		cli, err := connectDocker(ctx, *host)
 		if err != nil {
@@ -110,4 +124,43 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	return usagef("sandbox: unknown subcommand %q\n\n%s", args[0], sandboxUsage)
+}
+
+// hostsStatus writes a line per daemon of --hosts: whether it answers,
+// its Docker version, whether it has the kernel image, its slots (CPUs
+// unless given) and the ctxcode kernels on it. A daemon that does not
+// answer is an error once every line is written.
+func hostsStatus(ctx context.Context, stdout io.Writer, hosts []hostSlots, image string) error {
+	var down []string
+	for _, h := range hosts {
+		st, err := sandbox.StatusOf(ctx, h.host, image)
+		if ie := (*sandbox.InputError)(nil); errors.As(err, &ie) {
+			return usagef("%v", ie)
+		}
+		if st.Err != nil {
+			fmt.Fprintf(stdout, "%s: not reachable: %v\n", h.host.Name, st.Err)
+			down = append(down, h.host.Name)
+			continue
+		}
+		slots, from := h.slots, "given"
+		if slots == 0 {
+			slots, from = st.CPUs, "its CPUs"
+		}
+		have := "present"
+		if !st.HasImage {
+			have = "missing (build it there with ctxcode sandbox build --docker-host URL, or copy it: docker save | docker load)"
+		}
+		live := 0
+		for _, k := range st.Kernels {
+			if k.Reason == "" {
+				live++
+			}
+		}
+		fmt.Fprintf(stdout, "%s: reachable (%s), Docker %s (API %s); image %s %s; slots %d (%s, %d CPUs); ctxcode kernels %d (%d orphaned)\n",
+			h.host.Name, st.Host, st.Version, st.API, image, have, slots, from, st.CPUs, live, len(st.Kernels)-live)
+	}
+	if len(down) > 0 {
+		return fmt.Errorf("%d of %d hosts not reachable: %s", len(down), len(hosts), strings.Join(down, ", "))
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/ctxcode/ctxcode/kernel"
@@ -161,4 +162,43 @@ func (b *byteSize) Set(s string) error {
 		*b = byteSize(n)
 	}
 	return err
+}
+
+// hostSlots is one item of --hosts: a daemon, and the trials at once on
+// it (0: its CPUs).
+type hostSlots struct {
+	host  sandbox.Host
+	slots int
+}
+
+// registerHosts registers --hosts, the same wherever several daemons are
+// taken.
+func registerHosts(fs *flagSet, v *string) {
+	fs.StringVar(v, "hosts", "", "docker: several daemons, a comma list of URL[=slots]: URL as --docker-host takes it (a daemon URL or a Docker context name), slots the trials at once there (default: its CPUs)")
+}
+
+// parseHosts reads --hosts s; a bad item (slots that are not a whole
+// number of 1 or more, a Docker context that is not there, a daemon named
+// twice) is a usage error.
+func parseHosts(s string) ([]hostSlots, error) {
+	var out []hostSlots
+	seen := map[string]bool{}
+	for _, item := range strings.Split(s, ",") {
+		if strings.TrimSpace(item) == "" {
+			return nil, usagef("--hosts %q: an empty item in the list: expected URL[=slots],URL[=slots],...", s)
+		}
+		h, slots, err := sandbox.ParseHostSlots(item)
+		if ie := (*sandbox.InputError)(nil); errors.As(err, &ie) {
+			return nil, usagef("%v", ie)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if seen[h.Name] {
+			return nil, usagef("--hosts %q: %s is named twice: give each daemon once, with its slots (URL=slots)", s, h.Name)
+		}
+		seen[h.Name] = true
+		out = append(out, hostSlots{host: h, slots: slots})
+	}
+	return out, nil
 }

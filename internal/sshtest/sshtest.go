@@ -48,6 +48,8 @@ type Server struct {
 	keyFP, probeFP string // the keys' SHA256 fingerprints, as sshd logs them
 	probeKey       string
 	cmd            *exec.Cmd
+	log            *os.File // sshd's output, read by read
+	stopOnce       sync.Once
 
 	mu      sync.Mutex
 	lines   []string
@@ -135,7 +137,8 @@ LogLevel INFO
 		tb.Fatalf("sshtest: start sshd: %v", err)
 	}
 	go s.read(r)
-	tb.Cleanup(func() { s.stop(tb, r) })
+	s.log = r
+	tb.Cleanup(func() { s.Kill(tb) })
 	select {
 	case <-s.ready:
 	case <-s.done:
@@ -239,9 +242,17 @@ func (s *Server) read(r *os.File) {
 	close(s.done)
 }
 
+// Kill stops the server now, as the end of the test would (stop): a test
+// of a host that goes away mid-run calls it. It is safe to call more than
+// once.
+func (s *Server) Kill(tb testing.TB) {
+	s.stopOnce.Do(func() { s.stop(tb, s.log) })
+}
+
 // stop ends the connection masters whose sockets are in Dir (ControlDir,
 // or another folder under Dir a test named), then sshd and the
-// connections it serves, by PID.
+// connections it serves, by PID: frozen (SIGSTOP), then killed
+// (SIGKILL), as a machine that goes away would leave them.
 func (s *Server) stop(tb testing.TB, r *os.File) {
 	var socks []string
 	_ = filepath.WalkDir(s.Dir, func(path string, d os.DirEntry, err error) error {
@@ -255,9 +266,23 @@ func (s *Server) stop(tb testing.TB, r *os.File) {
 			tb.Logf("sshtest: end the ssh master %s: %v: %s", sock, err, out)
 		}
 	}
-	pids := append(descendants(s.cmd.Process.Pid), s.cmd.Process.Pid)
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
+	// Freeze the tree first, sshd and then each process found under it
+	// until no new one appears, so that none forked meanwhile (a
+	// connection accepted, a session opened) outlives the kill.
+	root := s.cmd.Process.Pid
+	_ = syscall.Kill(root, syscall.SIGSTOP)
+	frozen := map[int]bool{root: true}
+	for grew := true; grew; {
+		grew = false
+		for _, pid := range descendants(root) {
+			if !frozen[pid] {
+				_ = syscall.Kill(pid, syscall.SIGSTOP)
+				frozen[pid], grew = true, true
+			}
+		}
+	}
+	for pid := range frozen {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	_ = s.cmd.Wait()
 	_ = r.Close() // ends read, should a stray process hold the pipe
