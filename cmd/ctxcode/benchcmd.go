@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
 
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/llm"
 	"github.com/ctxcode/ctxcode/prefixes"
+	"github.com/ctxcode/ctxcode/sandbox"
 	"github.com/ctxcode/ctxcode/session"
 )
 
@@ -195,6 +199,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return o.openAI(name, func(r llm.Retry) { obs.note("ctxcode: " + r.String()) }, gate)
 	}
 	cfg.SeeData = func(dir string) { noteData(dir, o.sandbox.followLinks, stderr) }
+	for i := range cfg.Hosts {
+		cfg.Hosts[i].EnsureImage = copyImage(stderr) // a host without the kernel image gets this daemon's
+	}
 	s, err := bench.Prepare(cfg, stderr)
 	if err != nil {
 		return err
@@ -236,4 +243,40 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%d trial(s) ended in an infrastructure failure (kernel, sandbox or API), not the model's result: run the same command again to retry them", n)
 	}
 	return nil
+}
+
+// copyImage is bench --hosts' way to put the kernel image on a host that
+// lacks it: copied from the daemon this machine names (DOCKER_HOST, the
+// current context or the local socket) through the API, once, with a
+// progress bar in bytes.
+func copyImage(stderr io.Writer) func(ctx context.Context, h sandbox.Host, image string) error {
+	return func(ctx context.Context, h sandbox.Host, image string) error {
+		from, err := sandbox.Connect(ctx, sandbox.Host{})
+		if err != nil {
+			return fmt.Errorf("copy the kernel image to %s: %w", h.Describe(), err)
+		}
+		defer from.Close()
+		to, err := sandbox.Connect(ctx, h)
+		if err != nil {
+			return err
+		}
+		defer to.Close()
+		fmt.Fprintf(stderr, "ctxcode: %s has no %s: copying it there from this machine's daemon\n", h.Describe(), image)
+		var bar *progressbar.ProgressBar
+		_, err = sandbox.EnsureImage(ctx, from, to, image, func(done, total int64) {
+			if bar == nil {
+				bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr), progressbar.OptionShowBytes(true),
+					progressbar.OptionSetDescription("copying the kernel image"), progressbar.OptionThrottle(250*time.Millisecond),
+					progressbar.OptionOnCompletion(func() { fmt.Fprintln(stderr) }))
+			}
+			if done > bar.GetMax64() {
+				bar.ChangeMax64(done) // the stream is a little larger than the image's size
+			}
+			_ = bar.Set64(done)
+		})
+		if bar != nil {
+			_ = bar.Finish()
+		}
+		return err
+	}
 }

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcode/ctxcode/internal/dockertest"
 	"github.com/ctxcode/ctxcode/internal/sshtest"
 )
 
@@ -68,4 +72,35 @@ func TestHostsStatus(t *testing.T) {
 	assert.Equal(t, 1, got.code, "stderr:\n%s", got.stderr)
 	assert.Contains(t, got.stdout, "unix:///nonexistent/docker.sock: not reachable")
 	assert.Contains(t, got.stderr, "1 of 2 hosts not reachable: unix:///nonexistent/docker.sock")
+}
+
+// TestBenchHostsCopiesTheImage: bench --hosts over this machine's daemon
+// and a second, fresh dockerd that has no images. The run copies the kernel
+// image to the second daemon (with a progress bar) before it starts, then
+// spreads the trials over both; every trial is right and no container is
+// left on the second daemon.
+func TestBenchHostsCopiesTheImage(t *testing.T) {
+	requireDocker(t)
+	second := dockertest.Start(t)
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	t.Setenv("DOCKER_CONTEXT", "")
+	t.Setenv("DOCKER_HOST", "")
+	out := filepath.Join(t.TempDir(), "run")
+	got := runCLI(t, "", "bench", "--model", "reference", "--tier", "s", "--conditions", "D", "--reps", "1",
+		"--hosts", "unix:///var/run/docker.sock=2,"+second.Host+"=2", "--out", out)
+	require.Equal(t, 0, got.code, "stdout:\n%s\nstderr:\n%s", got.stdout, got.stderr)
+	assert.Contains(t, got.stderr, "copying it there from this machine's daemon")
+	imgs, err := second.Client.ImageList(context.Background(), image.ListOptions{})
+	require.NoError(t, err)
+	assert.NotEmpty(t, imgs, "the kernel image is on the second daemon now")
+
+	hosts := map[string]int{}
+	for _, tr := range readTrials(t, out) {
+		assert.True(t, tr.Correct, "%s on %s", tr.Key, tr.Host)
+		hosts[tr.Host]++
+	}
+	assert.Len(t, hosts, 2, "trials ran on both daemons: %v", hosts)
+	left, err := second.Client.ContainerList(context.Background(), container.ListOptions{All: true})
+	require.NoError(t, err)
+	assert.Empty(t, left, "no container is left on the second daemon")
 }
