@@ -103,7 +103,15 @@ func Start(tb testing.TB) *Server {
 	}
 	s.Port = freePort(tb)
 	// MaxSessions: every kernel attached over a shared connection is one
-	// session of it (sshd's default is 10).
+	// session of it (sshd's default is 10). SetEnv HOME: the sessions'
+	// shells start in a home of their own, empty, so that no startup file
+	// of the user running the tests runs in them (a shell rc that takes a
+	// lock, such as pyenv's rehash, left stale by a test that kills the
+	// server mid-session, would hold every later session for a minute).
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		tb.Fatalf("sshtest: %v", err)
+	}
 	cfg := fmt.Sprintf(`ListenAddress 127.0.0.1
 Port %d
 HostKey %s
@@ -118,7 +126,8 @@ UsePAM no
 MaxSessions 200
 MaxStartups 200
 LogLevel INFO
-`, s.Port, filepath.Join(dir, "host_key"), filepath.Join(dir, "sshd.pid"), filepath.Join(dir, "authorized_keys"))
+SetEnv HOME=%s
+`, s.Port, filepath.Join(dir, "host_key"), filepath.Join(dir, "sshd.pid"), filepath.Join(dir, "authorized_keys"), home)
 	cfgPath := filepath.Join(dir, "sshd_config")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		tb.Fatalf("sshtest: %v", err)
