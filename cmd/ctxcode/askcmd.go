@@ -82,24 +82,9 @@ func parseAsk(args []string, stderr io.Writer) (*askOptions, error) {
 	if err := o.modelFlags.check(); err != nil {
 		return nil, err
 	}
-	if o.dataDir != "" {
-		if err := checkDataDir("--data", o.dataDir); err != nil {
-			return nil, err
-		}
+	if err := o.checkFiles("ask"); err != nil {
+		return nil, err
 	}
-	if o.trajectory != "" {
-		if err := checkOutput("--trajectory", o.trajectory, o.force); err != nil {
-			return nil, err
-		}
-	}
-	if o.model == "" {
-		if o.model, err = o.defaultModel("ask"); err != nil {
-			return nil, err
-		}
-	}
-	// The reference model runs ctxcode's own solutions, so without Docker
-	// they may run on this host; a real model's code never does unless asked.
-	o.sandbox.hostFallback = o.model == "reference"
 	return o, nil
 }
 
@@ -247,4 +232,31 @@ func exitError(res *agent.Result) error {
 		msg += ": " + res.Err.Error()
 	}
 	return &noAnswerError{msg: "no answer: " + msg}
+}
+
+// checkFiles refuses, before any kernel starts, a --data that is not a
+// folder and a --trajectory that may not be written, and names the model
+// when none was given, for command cmd (ask, chat).
+func (o *askOptions) checkFiles(cmd string) error {
+	if o.dataDir != "" {
+		if err := checkDataDir("--data", o.dataDir); err != nil {
+			return err
+		}
+	}
+	if o.trajectory != "" {
+		if err := checkOutput("--trajectory", o.trajectory, o.force); err != nil {
+			return err
+		}
+	}
+	if o.model == "" {
+		m, err := o.defaultModel(cmd)
+		if err != nil {
+			return err
+		}
+		o.model = m
+	}
+	// The reference model runs ctxcode's own solutions, so without Docker
+	// they may run on this host; a real model's code never does unless asked.
+	o.sandbox.hostFallback = o.model == "reference"
+	return nil
 }

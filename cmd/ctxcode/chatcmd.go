@@ -78,22 +78,9 @@ func parseChat(args []string, stderr io.Writer) (*chatOptions, error) {
 	if err := o.agent.Context.Check(); err != nil {
 		return nil, usagef("--context: %v", err)
 	}
-	if o.dataDir != "" {
-		if err := checkDataDir("--data", o.dataDir); err != nil {
-			return nil, err
-		}
+	if err := o.checkFiles("chat"); err != nil {
+		return nil, err
 	}
-	if o.trajectory != "" {
-		if err := checkOutput("--trajectory", o.trajectory, o.force); err != nil {
-			return nil, err
-		}
-	}
-	if o.model == "" {
-		if o.model, err = o.defaultModel("chat"); err != nil {
-			return nil, err
-		}
-	}
-	o.sandbox.hostFallback = o.model == "reference"
 	return o, nil
 }
 
