@@ -101,15 +101,11 @@ func runAsk(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return askError(err)
 	}
 	defer s.Close()
-	var traj *agent.Trajectory
-	if o.trajectory != "" {
-		f, err := createOutput("--trajectory", o.trajectory, o.force)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		traj = agent.NewTrajectory(f)
+	traj, closeTraj, err := o.openTrajectory()
+	if err != nil {
+		return err
 	}
+	defer closeTraj()
 	res, err := s.Ask(ctx, traj, o.progress)
 	o.progress.done()
 	if err != nil {
@@ -259,4 +255,17 @@ func (o *askOptions) checkFiles(cmd string) error {
 	// they may run on this host; a real model's code never does unless asked.
 	o.sandbox.hostFallback = o.model == "reference"
 	return nil
+}
+
+// openTrajectory creates --trajectory (refused when it exists, without
+// --force), for ask and chat; nil, and a no-op close, without the flag.
+func (o *askOptions) openTrajectory() (*agent.Trajectory, func(), error) {
+	if o.trajectory == "" {
+		return nil, func() {}, nil
+	}
+	f, err := createOutput("--trajectory", o.trajectory, o.force)
+	if err != nil {
+		return nil, nil, err
+	}
+	return agent.NewTrajectory(f), func() { _ = f.Close() }, nil
 }

@@ -131,15 +131,11 @@ func runChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return askError(err)
 	}
 	defer s.Close()
-	var traj *agent.Trajectory
-	if o.trajectory != "" {
-		f, err := createOutput("--trajectory", o.trajectory, o.force)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		traj = agent.NewTrajectory(f)
+	traj, closeTraj, err := o.openTrajectory()
+	if err != nil {
+		return err
 	}
+	defer closeTraj()
 	chat, err := s.Chat(traj, o.progress)
 	if err != nil {
 		return err
