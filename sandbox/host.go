@@ -35,9 +35,10 @@ type Host struct {
 	// SSHFlags are more flags for ssh, such as "-i", "KEY" or "-F",
 	// "FILE"; ssh also reads ~/.ssh/config as usual. Default: the
 	// $CTXCODE_SSH_FLAGS environment variable, split at spaces. ssh gets
-	// -o BatchMode=yes unless they say otherwise: it runs without a
-	// terminal, so the key must not need a passphrase typed (an
-	// ssh-agent's keys work).
+	// the options of sshDefaults unless they name them: BatchMode=yes (it
+	// runs without a terminal, so the key must not need a passphrase
+	// typed; an ssh-agent's keys work), and keepalives that end the
+	// connections to a host that stopped answering within 30 seconds.
 	SSHFlags []string
 	// ControlDir holds the sockets ssh shares connections by
 	// (ControlMaster=auto, ControlPersist=SSHPersist): an attach reuses
@@ -53,6 +54,20 @@ type Host struct {
 	// flag is the flag that named it, for errors ("": --docker-host).
 	flag string
 }
+
+// sshDefaults are the ssh options ctxcode gives unless the flags name
+// them (-o takes precedence over ssh's configuration files):
+//
+//   - BatchMode: ssh runs without a terminal, so a password prompt could
+//     only hang;
+//   - ServerAliveInterval and ServerAliveCountMax: a host that stops
+//     answering (a partition, a machine that died) ends its connection,
+//     and every kernel attached over it, within 30 seconds, instead of
+//     when TCP gives up, many minutes later; sshd itself answers these,
+//     so a busy host is not taken for a lost one;
+//   - ConnectTimeout: a new connection to such a host fails within 20
+//     seconds instead of TCP's two minutes.
+var sshDefaults = []string{"BatchMode=yes", "ServerAliveInterval=10", "ServerAliveCountMax=3", "ConnectTimeout=20"}
 
 // SSHPersist is how long a shared ssh connection stays open once its last
 // user is gone.
@@ -214,9 +229,11 @@ func (h Host) sshFlags() ([]string, error) {
 	if flags == nil {
 		flags = strings.Fields(os.Getenv("CTXCODE_SSH_FLAGS"))
 	}
-	// ssh runs without a terminal: a password prompt could only hang.
-	if !strings.Contains(strings.Join(flags, " "), "BatchMode") {
-		flags = append(flags, "-o", "BatchMode=yes")
+	given := strings.ToLower(strings.Join(flags, " "))
+	for _, o := range sshDefaults {
+		if name, _, _ := strings.Cut(o, "="); !strings.Contains(given, strings.ToLower(name)) {
+			flags = append(flags, "-o", o)
+		}
 	}
 	if h.NoSharing {
 		return flags, nil

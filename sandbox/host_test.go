@@ -152,12 +152,14 @@ func TestSSHFlags(t *testing.T) {
 	flags, err := Host{ControlDir: dir}.sshFlags()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"-F", "/etc/x/config", "-o", "Port=2200", "-o", "BatchMode=yes",
+		"-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3", "-o", "ConnectTimeout=20",
 		"-o", "ControlMaster=auto", "-o", "ControlPath=" + dir + "/%C", "-o", "ControlPersist=" + SSHPersist}, flags)
 	st, err := os.Stat(dir)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), st.Mode().Perm(), "the control folder should be private")
 
-	flags, err = Host{SSHFlags: []string{"-i", "k", "-o", "BatchMode=no"}, NoSharing: true}.sshFlags()
+	flags, err = Host{SSHFlags: []string{"-i", "k", "-o", "BatchMode=no", "-o", "serveraliveinterval=2", "-oServerAliveCountMax=1", "-o", "ConnectTimeout 5"}, NoSharing: true}.sshFlags()
 	require.NoError(t, err)
-	assert.Equal(t, []string{"-i", "k", "-o", "BatchMode=no"}, flags, "Host's flags replace the variable's; no sharing asked")
+	assert.Equal(t, []string{"-i", "k", "-o", "BatchMode=no", "-o", "serveraliveinterval=2", "-oServerAliveCountMax=1", "-o", "ConnectTimeout 5"}, flags,
+		"Host's flags replace the variable's, the options they name are theirs (in any case); no sharing asked")
 }

@@ -4,16 +4,22 @@ import (
 	"context"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcode/ctxcode/bench"
 	"github.com/ctxcode/ctxcode/internal/dockertest"
 	"github.com/ctxcode/ctxcode/internal/sshtest"
+	"github.com/ctxcode/ctxcode/sandbox"
 )
 
 // TestHostsFlag: bench --hosts and sandbox status --hosts refuse, with
@@ -103,4 +109,96 @@ func TestBenchHostsCopiesTheImage(t *testing.T) {
 	left, err := second.Client.ContainerList(context.Background(), container.ListOptions{All: true})
 	require.NoError(t, err)
 	assert.Empty(t, left, "no container is left on the second daemon")
+}
+
+// TestBenchHostsPartition: bench --hosts over this machine's daemon and a
+// second dockerd reached over ssh, both inside a network namespace of the
+// test's own, and the namespace's link taken down once a trial has run
+// there: the run notices the host is lost (ssh's keepalives end its
+// connections), runs that host's trials on this machine's daemon, names the
+// lost host, and ends every trial exactly once in trials.jsonl. What it
+// left on the cut host (its warm kernels, its data volume) stays there
+// while the link is down; once the link is back the next command on that
+// host (ctxcode exec) sweeps it, judged by the labels: nothing is left on
+// either daemon.
+func TestBenchHostsPartition(t *testing.T) {
+	local := requireDocker(t)
+	second := dockertest.StartInNetns(t)
+	srv := sshtest.StartInNetns(t, second.Link.Netns, second.Link.PeerAddr)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute) // a hang guard
+	defer cancel()
+	// The image is copied over the admin socket first: bench's copy over
+	// ssh is TestBenchHostsCopiesTheImage's.
+	_, err := sandbox.EnsureImage(ctx, local, second.Admin, sandbox.KernelImage(), nil)
+	require.NoError(t, err)
+
+	// Keepalives shorter than ctxcode's defaults (a cut noticed within 30
+	// seconds), so the test takes less time.
+	flags := append(srv.SSHFlags(), "-o", "ServerAliveInterval=2", "-o", "ServerAliveCountMax=3", "-o", "ConnectTimeout=5")
+	t.Setenv("CTXCODE_SSH_FLAGS", strings.Join(flags, " "))
+	t.Setenv("XDG_RUNTIME_DIR", srv.Dir) // the control sockets go where the server's cleanup ends their masters
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	t.Setenv("DOCKER_CONTEXT", "")
+	t.Setenv("DOCKER_HOST", "")
+	cut := srv.URL() + second.Socket
+	sock := "unix:///var/run/docker.sock"
+	out := filepath.Join(t.TempDir(), "run")
+	p := startBench(t, "bench", "--model", "reference", "--tier", "s", "--conditions", "D", "--reps", "2",
+		"--hosts", sock+"=2,"+cut+"=2", "--out", out)
+
+	// Cut the link once a trial line names the host.
+	for ran := false; !ran; {
+		p.waitLines(t, out, 1)
+		for _, tr := range readTrials(t, out) {
+			ran = ran || tr.Host == cut
+		}
+		if !ran {
+			n := len(readTrials(t, out))
+			p.waitLines(t, out, n+1)
+		}
+	}
+	second.LinkDown(t)
+	cutAt := time.Now()
+	<-p.done
+	t.Logf("the run ended %s after the cut; its warnings:\n%s", time.Since(cutAt).Round(time.Second), p.stderr.String())
+	require.NoError(t, p.err, "stdout:\n%s\nstderr:\n%s", p.stdout.String(), p.stderr.String())
+
+	all := readTrials(t, out)
+	final := map[bench.Key][]bench.Trial{}
+	for _, tr := range all {
+		if tr.Class != bench.ClassInfra {
+			final[tr.Key] = append(final[tr.Key], tr)
+		}
+	}
+	require.GreaterOrEqual(t, len(final), 16, "the run's keys")
+	var afterCut int
+	for key, trs := range final {
+		require.Len(t, trs, 1, "%s: one result line", key)
+		assert.True(t, trs[0].Correct, "%s on %s: %s %s", key, trs[0].Host, trs[0].Status, trs[0].Error)
+		if trs[0].Host == sock {
+			afterCut++
+		}
+	}
+	assert.Positive(t, afterCut, "trials ran on this machine's daemon")
+	t.Logf("%d trials, %d of them in flight on the cut host (infra lines, run again)", len(final), len(all)-len(final))
+	assert.Contains(t, p.stderr.String(), "host "+cut+" lost")
+	assert.Regexp(t, `host `+regexp.QuoteMeta(cut)+` lost at \S+: .*its trials ran again on the other hosts`, p.stdout.String())
+	assert.Empty(t, containersOf(t, local, p.cmd.Process.Pid), "containers left on this machine's daemon")
+
+	// What the run left on the cut host is there still, and removed by the
+	// next command that runs a kernel there, once it answers again.
+	f := filters.NewArgs(filters.Arg("label", sandbox.LabelPID+"="+strconv.Itoa(p.cmd.Process.Pid)))
+	left, err := second.Admin.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	require.NoError(t, err)
+	assert.NotEmpty(t, left, "the cut host's warm kernels could not be removed while it was cut off")
+	second.LinkUp(t)
+	got := runCLI(t, "", "exec", "--docker-host", cut, "--", "1 + 1")
+	require.Equal(t, 0, got.code, "stderr:\n%s", got.stderr)
+	assert.Contains(t, got.stdout, "Out[1]: 2")
+	left, err = second.Admin.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelSession))})
+	require.NoError(t, err)
+	assert.Empty(t, left, "containers left on the cut host after the next command's sweep")
+	vols, err := second.Admin.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelSession))})
+	require.NoError(t, err)
+	assert.Empty(t, vols.Volumes, "volumes left on the cut host after the next command's sweep")
 }

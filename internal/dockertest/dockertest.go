@@ -111,7 +111,7 @@ type Link struct {
 // ends.
 func Start(tb testing.TB) *Daemon {
 	tb.Helper()
-	need(tb, "dockerd")
+	need(tb, "a second Docker daemon", "dockerd")
 	d := newDaemon(tb)
 	d.start(tb, nil)
 	return d
@@ -125,7 +125,7 @@ func Start(tb testing.TB) *Daemon {
 // and removes the daemon's folders, the link and the namespace.
 func StartInNetns(tb testing.TB) *Daemon {
 	tb.Helper()
-	need(tb, "dockerd", "ip", "nsenter")
+	need(tb, "a second Docker daemon", "dockerd", "ip", "nsenter")
 	link := makeLink(tb)
 	d := newDaemon(tb)
 	d.Link = link
@@ -140,24 +140,47 @@ func StartInNetns(tb testing.TB) *Daemon {
 func (d *Daemon) LinkDown(tb testing.TB) {
 	tb.Helper()
 	must(tb, d.Link != nil, "LinkDown: the daemon was not started by StartInNetns")
-	ip(tb, "-n", d.Link.Netns, "link", "set", d.Link.PeerIf, "down")
+	d.Link.Down(tb)
 }
 
-// LinkUp brings the namespace's end of the link back up, forgets the
-// neighbours that went unanswered meanwhile (else the host says "no route
-// to host" until the failed entry expires), and returns once the host's
-// end carries traffic again.
+// LinkUp brings the namespace's end of the link back up (see Link.Up).
 func (d *Daemon) LinkUp(tb testing.TB) {
 	tb.Helper()
 	must(tb, d.Link != nil, "LinkUp: the daemon was not started by StartInNetns")
-	wait, err := watchLink(d.Link.HostIf)
-	must(tb, err == nil, "watch %s: %v", d.Link.HostIf, err)
-	ip(tb, "-n", d.Link.Netns, "link", "set", d.Link.PeerIf, "up")
+	d.Link.Up(tb)
+}
+
+// MakeLink makes a network namespace and a veth pair into it, on a /30 of
+// its own, and removes them when the test ends: a machine of the test's
+// own for a server the test starts in it (with nsenter --net=), which it
+// can cut off (Down) and bring back (Up). It needs root and ip.
+func MakeLink(tb testing.TB) *Link {
+	tb.Helper()
+	need(tb, "a network namespace", "ip")
+	return makeLink(tb)
+}
+
+// Down takes the namespace's end of the link down: from then on what is
+// sent into the namespace goes unanswered.
+func (l *Link) Down(tb testing.TB) {
+	tb.Helper()
+	ip(tb, "-n", l.Netns, "link", "set", l.PeerIf, "down")
+}
+
+// Up brings the namespace's end of the link back up, forgets the
+// neighbours that went unanswered meanwhile (else the host says "no route
+// to host" until the failed entry expires), and returns once the host's
+// end carries traffic again.
+func (l *Link) Up(tb testing.TB) {
+	tb.Helper()
+	wait, err := watchLink(l.HostIf)
+	must(tb, err == nil, "watch %s: %v", l.HostIf, err)
+	ip(tb, "-n", l.Netns, "link", "set", l.PeerIf, "up")
 	if err := wait(); err != nil {
-		tb.Fatalf("bring the link to %s back: %v", d.Link.Netns, err)
+		tb.Fatalf("bring the link to %s back: %v", l.Netns, err)
 	}
-	ip(tb, "neigh", "flush", "dev", d.Link.HostIf)
-	ip(tb, "-n", d.Link.Netns, "neigh", "flush", "dev", d.Link.PeerIf)
+	ip(tb, "neigh", "flush", "dev", l.HostIf)
+	ip(tb, "-n", l.Netns, "neigh", "flush", "dev", l.PeerIf)
 }
 
 // watchLink subscribes to the host's link events and returns a function
@@ -198,14 +221,16 @@ func watchLink(ifname string) (wait func() error, err error) {
 	}, nil
 }
 
-func need(tb testing.TB, tools ...string) {
+// need skips (fails in CI) unless this process is root and has tools;
+// what names what needs them.
+func need(tb testing.TB, what string, tools ...string) {
 	tb.Helper()
 	if os.Geteuid() != 0 {
-		testenv.SkipOrFail(tb, "a second Docker daemon needs root (euid %d)", os.Geteuid())
+		testenv.SkipOrFail(tb, "%s needs root (euid %d)", what, os.Geteuid())
 	}
 	for _, t := range tools {
 		if _, err := exec.LookPath(t); err != nil {
-			testenv.SkipOrFail(tb, "a second Docker daemon needs %s: %v", t, err)
+			testenv.SkipOrFail(tb, "%s needs %s: %v", what, t, err)
 		}
 	}
 }

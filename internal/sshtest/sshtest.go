@@ -11,7 +11,8 @@
 // openssh-client packages: without them the test skips, or fails in CI
 // (testenv.SkipOrFail).
 //
-// Only 127.0.0.1 is ever listened on or reached.
+// Only 127.0.0.1, or an address of a network namespace the test made
+// (StartInNetns), is ever listened on or reached.
 package sshtest
 
 import (
@@ -36,7 +37,10 @@ const Sshd = "/usr/sbin/sshd"
 
 // Server is a running sshd.
 type Server struct {
-	// Port is the port it listens on, on 127.0.0.1.
+	// Addr is the address it listens on: 127.0.0.1, or for StartInNetns
+	// the namespace's.
+	Addr string
+	// Port is the port it listens on.
 	Port int
 	// User is the user it lets in: the one running the tests.
 	User string
@@ -59,8 +63,29 @@ type Server struct {
 	done    chan struct{} // closed once sshd's stderr is
 }
 
-// Start starts a server for tb and stops it when tb ends.
+// Start starts a server on 127.0.0.1 for tb and stops it when tb ends.
 func Start(tb testing.TB) *Server {
+	tb.Helper()
+	return start(tb, "", "127.0.0.1")
+}
+
+// StartInNetns starts a server inside the network namespace netns
+// (/var/run/netns/netns, made by the test, as dockertest.StartInNetns
+// does), listening on addr, an address of that namespace; it stops it
+// when tb ends. It needs nsenter. Its connections go over the namespace's
+// link: take the link down and they hang, as to a machine cut off.
+func StartInNetns(tb testing.TB, netns, addr string) *Server {
+	tb.Helper()
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		testenv.SkipOrFail(tb, "sshtest: a server in a network namespace needs nsenter: %v", err)
+	}
+	return start(tb, netns, addr)
+}
+
+// ListenPort is the port a server in a namespace of its own listens on.
+const ListenPort = 22
+
+func start(tb testing.TB, netns, addr string) *Server {
 	tb.Helper()
 	if os.Geteuid() != 0 {
 		testenv.SkipOrFail(tb, "sshtest: running sshd needs root (euid %d)", os.Geteuid())
@@ -84,7 +109,7 @@ func Start(tb testing.TB) *Server {
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // sshd's privilege separation folder
 		tb.Fatalf("sshtest: %v", err)
 	}
-	s := &Server{User: u.Username, Dir: dir, Key: filepath.Join(dir, "id"), probeKey: filepath.Join(dir, "probe"),
+	s := &Server{Addr: addr, User: u.Username, Dir: dir, Key: filepath.Join(dir, "id"), probeKey: filepath.Join(dir, "probe"),
 		changed: make(chan struct{}), ready: make(chan struct{}), done: make(chan struct{})}
 	for _, k := range []string{"host_key", "id", "probe"} {
 		keygen(tb, filepath.Join(dir, k))
@@ -101,7 +126,10 @@ func Start(tb testing.TB) *Server {
 	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), auth, 0o600); err != nil {
 		tb.Fatalf("sshtest: %v", err)
 	}
-	s.Port = freePort(tb)
+	s.Port = ListenPort // a namespace of the test's own has every port free
+	if netns == "" {
+		s.Port = freePort(tb)
+	}
 	// MaxSessions: every kernel attached over a shared connection is one
 	// session of it (sshd's default is 10). SetEnv HOME: the sessions'
 	// shells start in a home of their own, empty, so that no startup file
@@ -112,7 +140,7 @@ func Start(tb testing.TB) *Server {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		tb.Fatalf("sshtest: %v", err)
 	}
-	cfg := fmt.Sprintf(`ListenAddress 127.0.0.1
+	cfg := fmt.Sprintf(`ListenAddress %s
 Port %d
 HostKey %s
 PidFile %s
@@ -127,7 +155,7 @@ MaxSessions 200
 MaxStartups 200
 LogLevel INFO
 SetEnv HOME=%s
-`, s.Port, filepath.Join(dir, "host_key"), filepath.Join(dir, "sshd.pid"), filepath.Join(dir, "authorized_keys"), home)
+`, s.Addr, s.Port, filepath.Join(dir, "host_key"), filepath.Join(dir, "sshd.pid"), filepath.Join(dir, "authorized_keys"), home)
 	cfgPath := filepath.Join(dir, "sshd_config")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		tb.Fatalf("sshtest: %v", err)
@@ -136,7 +164,12 @@ SetEnv HOME=%s
 	if err != nil {
 		tb.Fatalf("sshtest: %v", err)
 	}
-	s.cmd = exec.Command(Sshd, "-D", "-e", "-f", cfgPath)
+	argv := []string{Sshd, "-D", "-e", "-f", cfgPath}
+	if netns != "" {
+		// nsenter execs sshd in the namespace: its PID stays ours.
+		argv = append([]string{"nsenter", "--net=" + filepath.Join("/var/run/netns", netns), "--"}, argv...)
+	}
+	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stdout, s.cmd.Stderr = w, w
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = s.cmd.Start()
@@ -156,9 +189,9 @@ SetEnv HOME=%s
 	return s
 }
 
-// URL is the server as a Docker host: ssh://user@127.0.0.1:port.
+// URL is the server as a Docker host: ssh://user@addr:port.
 func (s *Server) URL() string {
-	return fmt.Sprintf("ssh://%s@127.0.0.1:%d", s.User, s.Port)
+	return fmt.Sprintf("ssh://%s@%s:%d", s.User, s.Addr, s.Port)
 }
 
 // SSHFlags are the ssh client's flags for the server: its key, and no
@@ -193,7 +226,7 @@ func (s *Server) Sessions(tb testing.TB) int {
 	tb.Helper()
 	probes := s.count(s.probeFP)
 	args := append([]string{"-p", strconv.Itoa(s.Port), "-l", s.User, "-i", s.probeKey, "-o", "ControlPath=none"}, s.SSHFlags()[2:]...)
-	out, err := exec.Command("ssh", append(args, "127.0.0.1", "true")...).CombinedOutput()
+	out, err := exec.Command("ssh", append(args, s.Addr, "true")...).CombinedOutput()
 	if err != nil {
 		tb.Fatalf("sshtest: probe: %v: %s\nsshd's log:\n%s", err, out, s.Log())
 	}
