@@ -3,8 +3,10 @@ package bench_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/ctxcode/ctxcode/agent"
 	"github.com/ctxcode/ctxcode/bench"
+	"github.com/ctxcode/ctxcode/internal/dockertest"
 	"github.com/ctxcode/ctxcode/internal/sshtest"
 	"github.com/ctxcode/ctxcode/internal/testenv"
 	"github.com/ctxcode/ctxcode/llm"
@@ -54,7 +57,7 @@ func twoHosts(t *testing.T) (*sshtest.Server, []bench.HostSpec) {
 
 // hostsConfig is a reference-model run of condition D over the built-in
 // tasks of tier s, reps times, spread over hosts.
-func hostsConfig(t *testing.T, hosts []bench.HostSpec, reps int) bench.Config {
+func hostsConfig(t testing.TB, hosts []bench.HostSpec, reps int) bench.Config {
 	cfg := configS(t)
 	cfg.Conditions, cfg.Reps, cfg.Hosts = "D", reps, hosts
 	cfg.Sandbox = sandbox.OpenOptions{Kind: sandbox.KindDocker}
@@ -69,7 +72,7 @@ func (o observer) Finished(tr bench.Trial) { o.seen(tr) }
 
 // runHosts runs cfg to its end through bench's API, and returns its
 // outcome, its warnings and its summary (bench.WriteSummary).
-func runHosts(t *testing.T, cfg bench.Config, obs bench.Observer) (*bench.Outcome, *strings.Builder, string) {
+func runHosts(t testing.TB, cfg bench.Config, obs bench.Observer) (*bench.Outcome, *strings.Builder, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -367,4 +370,88 @@ func TestHostsEnsureImage(t *testing.T) {
 	assert.Equal(t, []string{localSocket + " " + image}, asked, warn.String())
 	checkFinal(t, out, lines(t, cfg.Out))
 	assert.Equal(t, 1, out.Total)
+}
+
+// slowModel is a model that answers after a pause, as an API does.
+type slowModel struct {
+	llm.Model
+	delay time.Duration
+}
+
+func (m slowModel) Complete(ctx context.Context, req session.Request) (llm.Reply, error) {
+	select {
+	case <-time.After(m.delay):
+	case <-ctx.Done():
+		return llm.Reply{}, ctx.Err()
+	}
+	return m.Model.Complete(ctx, req)
+}
+
+// BenchmarkHosts240 runs 240 reference trials (condition D, the 24 tasks
+// of tier s, 10 reps) on this machine's daemon alone (2 slots), then the
+// same 240 over it and a second dockerd (internal/dockertest) reached over
+// ssh (internal/sshtest; 2 slots each), and reports each run's wall time
+// and the ratio of the two, of the same run of the benchmark. It does so
+// with the reference model answering at once (the trials are bound by
+// kernel starts: both daemons share this machine's CPUs, so more hosts
+// cannot help here, and the ratio is the cost of the second daemon and of
+// ssh), and with a model that answers after a second, as an API does
+// (the trials are bound by the model, so the width helps):
+//
+//	go test ./bench -run '^$' -bench Hosts240 -benchtime 1x -timeout 60m
+func BenchmarkHosts240(b *testing.B) {
+	ctx := context.Background()
+	local, err := sandbox.Connect(ctx, sandbox.Host{Name: localSocket})
+	if err != nil {
+		testenv.SkipOrFail(b, "docker: %v", err)
+	}
+	defer local.Close()
+	second := dockertest.Start(b)
+	if _, err := sandbox.EnsureImage(ctx, local, second.Admin, sandbox.KernelImage(), nil); err != nil {
+		b.Fatal(err)
+	}
+	srv := sshtest.Start(b)
+	overSSH := sandbox.Host{Name: srv.URL() + second.Socket, SSHFlags: srv.SSHFlags(), ControlDir: srv.ControlDir()}
+	alone := []bench.HostSpec{{Host: sandbox.Host{Name: localSocket}, Slots: 2}}
+	both := append(slices.Clone(alone), bench.HostSpec{Host: overSSH, Slots: 2})
+
+	run := func(hosts []bench.HostSpec, delay time.Duration) time.Duration {
+		cfg := hostsConfig(b, hosts, 10)
+		s, err := bench.Prepare(cfg, io.Discard)
+		require.NoError(b, err)
+		inner := s.Run.Models[0].For
+		s.Run.Models[0].For = func(c bench.Condition) (llm.Model, error) {
+			m, err := inner(c)
+			return slowModel{Model: m, delay: delay}, err
+		}
+		s.Run.Warn = io.Discard
+		start := time.Now()
+		log, cleanup, err := s.Open(ctx, io.Discard)
+		if err != nil {
+			cleanup()
+			b.Fatal(err)
+		}
+		out, err := s.Run.Execute(ctx, log)
+		require.NoError(b, log.Close())
+		cleanup()
+		took := time.Since(start)
+		require.NoError(b, err)
+		require.Equal(b, 240, out.Total)
+		for _, tr := range out.Final {
+			require.True(b, tr.Correct, "%s on %s: %s %s", tr.Key, tr.Host, tr.Status, tr.Error)
+		}
+		return took
+	}
+	for _, delay := range []time.Duration{0, time.Second} {
+		b.Run("model="+delay.String(), func(b *testing.B) {
+			var one, two time.Duration
+			for b.Loop() {
+				one += run(alone, delay)
+				two += run(both, delay)
+			}
+			b.ReportMetric(one.Seconds()/float64(b.N), "local-s/run")
+			b.ReportMetric(two.Seconds()/float64(b.N), "local+ssh-s/run")
+			b.ReportMetric(float64(two)/float64(one), "two/one-x")
+		})
+	}
 }

@@ -20,7 +20,7 @@ import (
 
 // configS is a run of the reference model over built-in tasks of tier s,
 // in the cache folder of the test's own.
-func configS(t *testing.T) bench.Config {
+func configS(t testing.TB) bench.Config {
 	t.Helper()
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	return bench.Config{
