@@ -111,7 +111,8 @@ type Cluster struct {
 	bridge     string
 	network    string
 	host       *hostState
-	shims      []string // the shims' sockets the teardown found
+	shims      []string      // the shims' sockets the teardown found
+	imported   time.Duration // how long importing the images took
 }
 
 // BinDir is where `make e2e` (e2e/k8s/build.sh) puts the binaries of
@@ -161,9 +162,11 @@ func Start(tb testing.TB, images ...string) *Cluster {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	begin := time.Now()
 	if err := c.start(ctx, images); err != nil {
 		tb.Fatalf("start a cluster in %s: %v", c.Dir, err)
 	}
+	tb.Logf("cluster %s ready in %s (images imported in %s)", c.Server, time.Since(begin).Round(time.Millisecond), c.imported.Round(time.Millisecond))
 	return c
 }
 
@@ -256,11 +259,13 @@ func (c *Cluster) start(ctx context.Context, images []string) error {
 	if err := c.importPause(); err != nil {
 		return err
 	}
+	begin := time.Now()
 	for _, ref := range images {
 		if err := c.importDocker(ref); err != nil {
 			return err
 		}
 	}
+	c.imported = time.Since(begin)
 
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)

@@ -120,3 +120,42 @@ func TestE2EPod(t *testing.T) {
 	}
 	gone(t, c)
 }
+
+// TestE2ETeardownRunningPod ends a test while a pod still runs: the
+// teardown kills its container and leaves nothing behind.
+func TestE2ETeardownRunningPod(t *testing.T) {
+	var c *Cluster
+	t.Run("cluster", func(t *testing.T) {
+		c = Start(t, sandbox.KernelImage())
+		ctx, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
+		defer cancel()
+		pods := "/api/v1/namespaces/" + c.Namespace + "/pods"
+		spec := map[string]any{
+			"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "sleeper"},
+			"spec": map[string]any{
+				"restartPolicy":                "Never",
+				"automountServiceAccountToken": false,
+				"containers": []any{map[string]any{
+					"name": "python", "image": sandbox.KernelImage(), "imagePullPolicy": "Never",
+					"command": []string{"python3", "-c", "print('up', flush=True); import time; time.sleep(3600)"},
+				}},
+			},
+		}
+		_, err := c.API.Do(ctx, http.MethodPost, pods, spec)
+		require.NoError(t, err)
+		var last pod
+		err = c.API.Watch(ctx, pods+"?fieldSelector="+url.QueryEscape("metadata.name=sleeper"), func(ev Event) (bool, error) {
+			if err := json.Unmarshal(ev.Object, &last); err != nil {
+				return false, err
+			}
+			return last.Status.Phase != "Pending", nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, "Running", last.Status.Phase, "containers: %s", last.Status.ContainerStatuses)
+	})
+	if c == nil {
+		t.Skip("no cluster")
+	}
+	gone(t, c)
+}
