@@ -17,21 +17,4 @@ command -v gcc >/dev/null 2>&1 || pkgs="$pkgs gcc"
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || pkgs="$pkgs iproute2"
 [ -n "$pkgs" ] || exit 0
 
-sudo=""
-if [ "$(id -u)" != 0 ]; then
-  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; fi
-fi
-if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || [ -n "$sudo" ]; }; then
-  echo "setup-e2e: installing$pkgs (apt-get)" >&2
-  $sudo apt-get update -qq
-  # The tests start etcd and containerd of their own, on folders and ports
-  # of their own, whatever the packages' services do.
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
-  exit 0
-fi
-msg="setup-e2e: missing packages; install them (Debian: apt-get install$pkgs)"
-if [ -n "${CI:-}" ]; then
-  echo "$msg" >&2
-  exit 1
-fi
-echo "$msg; the cluster tests will be skipped" >&2
+exec "$(dirname "$0")/apt-install.sh" setup-e2e $pkgs

@@ -76,34 +76,7 @@ func TestE2EPod(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
 		defer cancel()
 		pods := "/api/v1/namespaces/" + c.Namespace + "/pods"
-		spec := map[string]any{
-			"apiVersion": "v1", "kind": "Pod",
-			"metadata": map[string]any{"name": "six-times-seven"},
-			"spec": map[string]any{
-				"restartPolicy":                "Never",
-				"automountServiceAccountToken": false,
-				"securityContext":              map[string]any{"runAsNonRoot": true, "runAsUser": 65534, "runAsGroup": 65534},
-				"containers": []any{map[string]any{
-					"name": "python", "image": sandbox.KernelImage(), "imagePullPolicy": "Never",
-					"command": []string{"python3", "-c", "print(6*7)"},
-					"securityContext": map[string]any{
-						"allowPrivilegeEscalation": false,
-						"capabilities":             map[string]any{"drop": []string{"ALL"}},
-					},
-				}},
-			},
-		}
-		_, err := c.API.Do(ctx, http.MethodPost, pods, spec)
-		require.NoError(t, err)
-
-		var last pod
-		err = c.API.Watch(ctx, pods+"?fieldSelector="+url.QueryEscape("metadata.name=six-times-seven"), func(ev Event) (bool, error) {
-			if err := json.Unmarshal(ev.Object, &last); err != nil {
-				return false, err
-			}
-			return last.Status.Phase == "Succeeded" || last.Status.Phase == "Failed", nil
-		})
-		require.NoError(t, err, "the pod's last state: %+v", last)
+		last := runPod(ctx, t, c, "six-times-seven", true, "print(6*7)")
 		require.Equal(t, "Succeeded", last.Status.Phase, "containers: %s", last.Status.ContainerStatuses)
 		assert.Empty(t, last.Spec.Volumes, "no service account token is mounted")
 
@@ -129,33 +102,50 @@ func TestE2ETeardownRunningPod(t *testing.T) {
 		c = Start(t, sandbox.KernelImage())
 		ctx, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
 		defer cancel()
-		pods := "/api/v1/namespaces/" + c.Namespace + "/pods"
-		spec := map[string]any{
-			"apiVersion": "v1", "kind": "Pod",
-			"metadata": map[string]any{"name": "sleeper"},
-			"spec": map[string]any{
-				"restartPolicy":                "Never",
-				"automountServiceAccountToken": false,
-				"containers": []any{map[string]any{
-					"name": "python", "image": sandbox.KernelImage(), "imagePullPolicy": "Never",
-					"command": []string{"python3", "-c", "print('up', flush=True); import time; time.sleep(3600)"},
-				}},
-			},
-		}
-		_, err := c.API.Do(ctx, http.MethodPost, pods, spec)
-		require.NoError(t, err)
-		var last pod
-		err = c.API.Watch(ctx, pods+"?fieldSelector="+url.QueryEscape("metadata.name=sleeper"), func(ev Event) (bool, error) {
-			if err := json.Unmarshal(ev.Object, &last); err != nil {
-				return false, err
-			}
-			return last.Status.Phase != "Pending", nil
-		})
-		require.NoError(t, err)
+		last := runPod(ctx, t, c, "sleeper", false, "print('up', flush=True); import time; time.sleep(3600)")
 		require.Equal(t, "Running", last.Status.Phase, "containers: %s", last.Status.ContainerStatuses)
 	})
 	if c == nil {
 		t.Skip("no cluster")
 	}
 	gone(t, c)
+}
+
+// runPod runs python3 -c code in the kernel image in a pod named name, as
+// nobody, with no service account token, and returns the pod once it has
+// ended (Succeeded or Failed) or, without end, once it is past Pending.
+func runPod(ctx context.Context, t *testing.T, c *Cluster, name string, end bool, code string) pod {
+	t.Helper()
+	pods := "/api/v1/namespaces/" + c.Namespace + "/pods"
+	spec := map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"restartPolicy":                "Never",
+			"automountServiceAccountToken": false,
+			"securityContext":              map[string]any{"runAsNonRoot": true, "runAsUser": 65534, "runAsGroup": 65534},
+			"containers": []any{map[string]any{
+				"name": "python", "image": sandbox.KernelImage(), "imagePullPolicy": "Never",
+				"command": []string{"python3", "-c", code},
+				"securityContext": map[string]any{
+					"allowPrivilegeEscalation": false,
+					"capabilities":             map[string]any{"drop": []string{"ALL"}},
+				},
+			}},
+		},
+	}
+	_, err := c.API.Do(ctx, http.MethodPost, pods, spec)
+	require.NoError(t, err)
+	var last pod
+	err = c.API.Watch(ctx, pods+"?fieldSelector="+url.QueryEscape("metadata.name="+name), func(ev Event) (bool, error) {
+		if err := json.Unmarshal(ev.Object, &last); err != nil {
+			return false, err
+		}
+		if end {
+			return last.Status.Phase == "Succeeded" || last.Status.Phase == "Failed", nil
+		}
+		return last.Status.Phase != "Pending", nil
+	})
+	require.NoError(t, err, "pod %s, its last state: %+v", name, last)
+	return last
 }
