@@ -3,7 +3,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 BIN := bin/ctxcode
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all setup build image run test soak bench lint clean
+.PHONY: all setup build image run test e2e soak bench lint clean
 
 all: build
 
@@ -46,6 +46,17 @@ run: setup image
 test: setup lint image
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
 	$(GO) test -count=5 -p 1 -timeout 20m -run 'Python|Shell|Protocol|FreshKernels' ./kernel/ ./sandbox/
+
+# The end-to-end tests on a real Kubernetes cluster: every test named
+# TestE2E..., each starting a cluster with internal/clustertest (they skip in
+# `make test`). Installs etcd, containerd, runc and the CNI plugins
+# (scripts/setup-e2e.sh), builds the kernel image and the Kubernetes binaries
+# (e2e/k8s/build.sh, cached in the cache folder: a build takes tens of
+# minutes once, seconds after), then runs the tests one package at a time.
+e2e: setup image
+	@scripts/setup-e2e.sh
+	@GO=$(GO) e2e/k8s/build.sh
+	CTXCODE_E2E=1 $(GO) test -count=1 -p 1 -timeout 30m -run '^TestE2E' ./...
 
 # The kernel and sandbox suites 10 times in a row with two CPU hogs
 # running, then once with -race (scripts/soak.sh; ROUNDS=N for fewer).

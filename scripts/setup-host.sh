@@ -44,19 +44,4 @@ if ! command -v ip >/dev/null 2>&1 && [ ! -x /usr/sbin/ip ] && [ ! -x /sbin/ip ]
 fi
 [ -n "$pkgs" ] || exit 0
 
-sudo=""
-if [ "$(id -u)" != 0 ]; then
-  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; fi
-fi
-if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || [ -n "$sudo" ]; }; then
-  echo "setup: installing $pkgs (apt-get)" >&2
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
-  exit 0
-fi
-msg="setup: missing packages; install them (Debian: apt-get install $pkgs)"
-if [ -n "${CI:-}" ]; then
-  echo "$msg" >&2
-  exit 1
-fi
-echo "$msg; the tests that need them will be skipped" >&2
+exec "$(dirname "$0")/apt-install.sh" setup $pkgs

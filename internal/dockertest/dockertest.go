@@ -29,18 +29,15 @@
 package dockertest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,6 +46,7 @@ import (
 	"github.com/docker/docker/client"
 	"golang.org/x/sys/unix"
 
+	"github.com/ctxcode/ctxcode/internal/proctest"
 	"github.com/ctxcode/ctxcode/internal/testenv"
 )
 
@@ -270,7 +268,7 @@ func (d *Daemon) start(tb testing.TB, link *Link) {
 	defer logf.Close()
 
 	notifyPath := filepath.Join(d.Dir, "notify.sock")
-	notify, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: notifyPath, Net: "unixgram"})
+	notify, err := proctest.ListenNotify(notifyPath)
 	must(tb, err == nil, "listen for dockerd's notification: %v", err)
 	defer notify.Close()
 
@@ -348,37 +346,7 @@ func (d *Daemon) start(tb testing.TB, link *Link) {
 // waitReady waits for READY=1 on the notify socket, for dockerd to end, or
 // for ReadyTimeout.
 func (d *Daemon) waitReady(notify *net.UnixConn) error {
-	ready := make(chan error, 1)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := notify.Read(buf)
-			if err != nil {
-				ready <- err
-				return
-			}
-			for _, line := range strings.Split(string(buf[:n]), "\n") {
-				if line == "READY=1" {
-					ready <- nil
-					return
-				}
-			}
-		}
-	}()
-	defer notify.Close() // ends the reader whatever happened
-	timer := time.NewTimer(ReadyTimeout)
-	defer timer.Stop()
-	select {
-	case err := <-ready:
-		if err != nil {
-			return fmt.Errorf("read its notify socket: %w", err)
-		}
-		return nil
-	case <-d.done:
-		return fmt.Errorf("it exited: %v", d.waitErr)
-	case <-timer.C:
-		return fmt.Errorf("it did not say READY=1 within %s", ReadyTimeout)
-	}
+	return proctest.WaitReady(notify, d.done, func() error { return d.waitErr }, ReadyTimeout)
 }
 
 // stop ends dockerd and whatever still serves its exec root.
@@ -404,8 +372,8 @@ func (d *Daemon) stop() error {
 	// and the shims live on, in process groups of their own.
 	more, errs2 := d.killContainers()
 	cgroups, errs = append(cgroups, more...), append(errs, errs2...)
-	for _, pid := range pidsServing(filepath.Join(d.Dir, "exec")) {
-		if err := killAndWait(pid); err != nil {
+	for _, pid := range proctest.PIDsServing(filepath.Join(d.Dir, "exec")) {
+		if err := proctest.KillAndWait(pid); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -424,108 +392,15 @@ func (d *Daemon) stop() error {
 func (d *Daemon) killContainers() (cgroups []string, errs []error) {
 	states, _ := filepath.Glob(filepath.Join(d.Dir, "exec", "runtime-runc", "*", "*", "state.json"))
 	for _, state := range states {
-		pid, cg := containerInit(state)
+		pid, cg := proctest.RuncInit(state)
 		if pid > 0 {
-			if err := killAndWait(pid); err != nil {
+			if err := proctest.KillAndWait(pid); err != nil {
 				errs = append(errs, err)
 			}
 		}
 		cgroups = append(cgroups, cg...)
 	}
 	return cgroups, errs
-}
-
-// containerInit reads a runc state file: the pid of the container's first
-// process, when that process still runs (its start time is the one runc
-// recorded, so a reused pid is never killed), and the container's cgroups.
-// Killing the first process of a container's pid namespace ends them all.
-func containerInit(stateFile string) (pid int, cgroups []string) {
-	b, err := os.ReadFile(stateFile)
-	if err != nil {
-		return 0, nil
-	}
-	var st struct {
-		Pid         int               `json:"init_process_pid"`
-		Start       uint64            `json:"init_process_start"`
-		CgroupPaths map[string]string `json:"cgroup_paths"`
-	}
-	if json.Unmarshal(b, &st) != nil {
-		return 0, nil
-	}
-	seen := map[string]bool{}
-	for _, p := range st.CgroupPaths {
-		if p != "" && !seen[p] {
-			seen[p] = true
-			cgroups = append(cgroups, p)
-		}
-	}
-	if st.Pid <= 0 || processStart(st.Pid) != st.Start {
-		return 0, cgroups
-	}
-	return st.Pid, cgroups
-}
-
-// processStart is the start time of pid in clock ticks since boot (field
-// 22 of /proc/PID/stat), or 0.
-func processStart(pid int) uint64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return 0
-	}
-	n, _ := strconv.ParseUint(f[19], 10, 64)
-	return n
-}
-
-// pidsServing lists the processes whose command line names dir.
-func pidsServing(dir string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(dir)) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// killAndWait kills pid and waits, through a pidfd, until it has ended.
-func killAndWait(pid int) error {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return nil // gone already
-	}
-	defer unix.Close(fd)
-	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
-		return fmt.Errorf("kill %d: %w", pid, err)
-	}
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, int(StopTimeout.Milliseconds()))
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("wait for %d: %w", pid, err)
-		}
-		if n == 0 {
-			return fmt.Errorf("process %d did not end within %s of SIGKILL", pid, StopTimeout)
-		}
-		return nil
-	}
 }
 
 func (d *Daemon) logTail(n int) string {
@@ -542,38 +417,13 @@ func (d *Daemon) logTail(n int) string {
 // removeDir unmounts everything mounted under dir, deepest first, and
 // removes dir only when nothing is mounted there any more.
 func removeDir(dir string) error {
-	mounts, err := mountsUnder(dir)
-	if err != nil {
+	if err := proctest.Unmount(dir); err != nil {
 		return fmt.Errorf("daemon folder %s left in place: %w", dir, err)
-	}
-	for i := len(mounts) - 1; i >= 0; i-- {
-		if err := unix.Unmount(mounts[i], 0); err != nil {
-			_ = unix.Unmount(mounts[i], unix.MNT_DETACH)
-		}
-	}
-	if mounts, err = mountsUnder(dir); err != nil || len(mounts) > 0 {
-		return fmt.Errorf("daemon folder %s left in place: still mounted there: %v %v", dir, mounts, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove the daemon's folder: %w", err)
 	}
 	return nil
-}
-
-// mountsUnder lists the mount points at or under dir, in mount order.
-func mountsUnder(dir string) ([]string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			out = append(out, f[4])
-		}
-	}
-	return out, nil
 }
 
 func netnsPath(name string) string { return filepath.Join("/var/run/netns", name) }
@@ -607,7 +457,7 @@ func makeLink(tb testing.TB) *Link {
 // the tests of every package on this machine.
 func claimSubnet(tb testing.TB, l *Link) {
 	tb.Helper()
-	unlock := lockFile(tb, "/run/lock/ctxcode-dockertest.lock")
+	unlock := proctest.LockFile(tb, "/run/lock/ctxcode-dockertest.lock")
 	defer unlock()
 	l.HostAddr, l.PeerAddr = freeSubnet(tb)
 	ip(tb, "link", "add", l.HostIf, "type", "veth", "peer", "name", l.PeerIf)
@@ -645,18 +495,6 @@ func freeSubnet(tb testing.TB) (hostAddr, peerAddr string) {
 	}
 	tb.Fatal("no free /30 left in 10.231.0.0/16")
 	return "", ""
-}
-
-// lockFile takes an exclusive lock on path and returns its release.
-func lockFile(tb testing.TB, path string) func() {
-	tb.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	must(tb, err == nil, "open %s: %v", path, err)
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		f.Close()
-		tb.Fatalf("lock %s: %v", path, err)
-	}
-	return func() { _ = f.Close() } // closing releases the lock
 }
 
 func ip(tb testing.TB, args ...string) {

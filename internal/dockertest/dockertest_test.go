@@ -20,14 +20,16 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcode/ctxcode/internal/proctest"
 )
 
 // gone checks that what a daemon made is gone once its test has ended.
 func gone(t *testing.T, d *Daemon) {
 	t.Helper()
 	assert.ErrorIs(t, syscall.Kill(d.PID, 0), syscall.ESRCH, "dockerd %d still runs", d.PID)
-	assert.Empty(t, pidsServing(d.Dir), "processes still serve %s", d.Dir)
-	mounts, err := mountsUnder(d.Dir)
+	assert.Empty(t, proctest.PIDsServing(d.Dir), "processes still serve %s", d.Dir)
+	mounts, err := proctest.MountsUnder(d.Dir)
 	require.NoError(t, err)
 	assert.Empty(t, mounts)
 	_, err = os.Stat(d.Dir)
@@ -74,7 +76,7 @@ func TestCleanupWithContainers(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, inspect.State.Running)
 			initPID = inspect.State.Pid
-			mounts, err := mountsUnder(d.Dir)
+			mounts, err := proctest.MountsUnder(d.Dir)
 			require.NoError(t, err)
 			require.NotEmpty(t, mounts, "a running container has its root mounted under the data root")
 			if kill {
