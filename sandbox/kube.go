@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/klog/v2"
 
 	"github.com/ctxcode/ctxcode/kernel"
 )
@@ -106,6 +108,7 @@ var _ kernel.Transport = (*Kube)(nil)
 // cfg says. A Config Kubernetes cannot run (a user that is not a numeric
 // non-root uid[:gid]) is an *InputError.
 func NewKubePython(c Cluster, cfg Config) (*Kube, error) {
+	quietClientGo()
 	cfg, err := cfg.filled()
 	if err != nil {
 		return nil, err
@@ -122,6 +125,11 @@ func NewKubePython(c Cluster, cfg Config) (*Kube, error) {
 	}
 	return &Kube{c: c, cfg: cfg, argv: kernel.PythonArgv("python3"), uid: uid, gid: gid}, nil
 }
+
+// quietClientGo sends client-go's own logging (klog: "Copying stdin
+// failed" as a stream ends, and such) nowhere: a library of ctxcode's
+// prints nothing, and every error that matters comes back from its call.
+var quietClientGo = sync.OnceFunc(func() { klog.SetLogger(logr.Discard()) })
 
 // kubeUser reads Config.User as runAsUser and runAsGroup: numeric, and
 // not root (runAsNonRoot).

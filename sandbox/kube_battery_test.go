@@ -140,7 +140,8 @@ ANSWER(sums)`, &seen)
 	t.Run("close is gentle and leaves nothing", func(t *testing.T) {
 		require.NoError(t, k.Close())
 		assert.Equal(t, 0, cl.Pods(t))
-		assert.Empty(t, describe(sessionContainers(t, newDockerClient(t), cfg.Session)))
+		// The Docker containers go with the kubetest kubelet, as a
+		// kubelet's go after the Pod; TestMain fails on any left.
 	})
 	assert.Equal(t, before, hashTree(t, dir), "the data changed")
 }

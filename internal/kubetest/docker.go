@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
-	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 	corev1 "k8s.io/api/core/v1"
@@ -23,13 +25,14 @@ import (
 // root, the dropped capabilities, no privilege escalation, the memory and
 // CPU limits, no network (the NetworkPolicy's effect), an emptyDir of
 // medium Memory as a tmpfs of its size limit, and any other emptyDir as a
-// Docker volume of the Pod, mounted read-only where the Pod says so. As in
+// folder of this host (mode 0777, as a kubelet makes it) bind-mounted,
+// read-only where the Pod says so; so it needs a local daemon. As in
 // Kubernetes, the container has no init and its stdin is open once.
 type Docker struct {
 	Cli *client.Client
 
 	mu      sync.Mutex
-	volumes map[string][]string // a Pod's volumes
+	volumes map[string]string // a Pod's emptyDirs' folder
 }
 
 // Start creates and starts c.
@@ -52,11 +55,11 @@ func (d *Docker) Start(ctx context.Context, pod *corev1.Pod, c corev1.Container)
 			}
 			hc.Tmpfs[m.MountPath] = opt
 		default:
-			name, err := d.volume(ctx, pod, m.Name)
+			dir, err := d.emptyDir(pod, m.Name)
 			if err != nil {
 				return nil, err
 			}
-			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Source: name, Target: m.MountPath, ReadOnly: m.ReadOnly})
+			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: dir, Target: m.MountPath, ReadOnly: m.ReadOnly})
 		}
 	}
 	user := ""
@@ -107,38 +110,46 @@ func (d *Docker) Start(ctx context.Context, pod *corev1.Pod, c corev1.Container)
 	return p, nil
 }
 
-// volume is the Docker volume of the Pod's volume name, made at its first
-// use.
-func (d *Docker) volume(ctx context.Context, pod *corev1.Pod, name string) (string, error) {
+// emptyDir is the folder of the Pod's emptyDir volume name, made at its
+// first use.
+func (d *Docker) emptyDir(pod *corev1.Pod, name string) (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	full := pod.Name + "-" + name
-	for _, v := range d.volumes[pod.Name] {
-		if v == full {
-			return full, nil
-		}
+	if d.volumes == nil {
+		d.volumes = map[string]string{}
 	}
-	if _, err := d.Cli.VolumeCreate(ctx, volume.CreateOptions{Name: full, Labels: pod.Labels}); err != nil {
+	root, ok := d.volumes[pod.Name]
+	if !ok {
+		var err error
+		if root, err = os.MkdirTemp("", "kubetest-"+pod.Name+"-"); err != nil {
+			return "", err
+		}
+		d.volumes[pod.Name] = root
+	}
+	dir := filepath.Join(root, name)
+	if err := os.Mkdir(dir, 0o777); err != nil && !os.IsExist(err) {
 		return "", err
 	}
-	if d.volumes == nil {
-		d.volumes = map[string][]string{}
-	}
-	d.volumes[pod.Name] = append(d.volumes[pod.Name], full)
-	return full, nil
+	return dir, os.Chmod(dir, 0o777) // whatever the umask
 }
 
-// End removes the Pod's volumes.
+// End removes the Pod's emptyDirs.
 func (d *Docker) End(pod *corev1.Pod) {
 	d.mu.Lock()
-	names := d.volumes[pod.Name]
+	root, ok := d.volumes[pod.Name]
 	delete(d.volumes, pod.Name)
 	d.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, n := range names {
-		_ = d.Cli.VolumeRemove(ctx, n, true)
+	if !ok {
+		return
 	}
+	// What the Pod wrote may be read-only: open it up first.
+	_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && e.IsDir() {
+			_ = os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(root)
 }
 
 type dockerProc struct {

@@ -245,10 +245,10 @@ func (c *Cluster) runContainer(ctx context.Context, p *corev1.Pod, ct corev1.Con
 	c.update(p)
 	code, reason := proc.Wait()
 	close(ended)
-	proc.Remove()
 	c.mu.Lock()
 	delete(c.procs, key)
 	c.mu.Unlock()
+	defer proc.Remove()
 	if ctx.Err() != nil {
 		return code, false
 	}
