@@ -369,3 +369,72 @@ func TestKubeForbidden(t *testing.T) {
 	assert.Contains(t, err.Error(), "create on pods/attach")
 	assert.Contains(t, err.Error(), kubetest.Namespace)
 }
+
+func TestKubePrune(t *testing.T) {
+	cl := kubetest.Start(t, fakeDriver(nil))
+	c := Cluster{Client: cl.Client, REST: cl.REST, Namespace: kubetest.Namespace}
+	me := self()
+	dead := me
+	dead.ID, dead.PID, dead.Start = "gone", deadPID(t), ""
+	old := time.Now().Add(-48 * time.Hour)
+	mk := func(name string, o owner, made time.Time, phase corev1.PodPhase) {
+		l := o.labels()
+		l[LabelSession] = "s-" + name
+		l[LabelCreated] = strconv.FormatInt(made.Unix(), 10)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kubetest.Namespace, Labels: l}, Status: corev1.PodStatus{Phase: phase}}
+		_, err := cl.Client.CoreV1().Pods(kubetest.Namespace).Create(context.Background(), p, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	mk("mine", me, old, corev1.PodRunning)
+	mk("orphan", dead, time.Now(), corev1.PodRunning)
+	mk("elsewhere", owner{ID: "x", Host: "other", Boot: "b", PIDNS: "1", PID: 7}, old, corev1.PodSucceeded)
+	_, err := cl.Client.CoreV1().Pods(kubetest.Namespace).Create(context.Background(),
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "not-ours", Namespace: kubetest.Namespace}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	list, err := KubeList(context.Background(), c, 0)
+	require.NoError(t, err)
+	require.Len(t, list, 3, "only ctxcode pods")
+	judged := orphanIDs(list)
+	assert.Contains(t, judged["orphan"], "is gone")
+	assert.Empty(t, judged["mine"])
+	assert.Empty(t, judged["elsewhere"])
+
+	removed, err := KubePrune(context.Background(), c, PruneOptions{DryRun: true})
+	require.NoError(t, err)
+	assert.Len(t, removed, 1)
+	assert.Equal(t, 4, cl.Pods(t), "a dry run deletes nothing")
+
+	require.NoError(t, KubeSweep(context.Background(), c))
+	assert.Equal(t, 3, cl.Pods(t), "the sweep deletes the orphan only")
+
+	removed, err = KubePrune(context.Background(), c, PruneOptions{OlderThan: time.Hour})
+	require.NoError(t, err)
+	require.Len(t, removed, 1)
+	assert.Equal(t, "elsewhere", removed[0].ID, "an age limit deletes what cannot be judged, never this process's")
+}
+
+func TestKubeCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts OpenOptions
+		want string
+	}{
+		{"go kernel", OpenOptions{Kind: KindKubernetes, Lang: kernel.Go}, "Python kernel only"},
+		{"bad namespace", OpenOptions{Kind: KindKubernetes, Kube: KubeOptions{Namespace: "Not_A_Name"}}, "--namespace"},
+		{"missing kubeconfig", OpenOptions{Kind: KindKubernetes, Kube: KubeOptions{Kubeconfig: "/nonexistent/kubeconfig"}}, "--kubeconfig"},
+		{"kube options without kubernetes", OpenOptions{Kind: KindDocker, Kube: KubeOptions{Namespace: "ns"}}, "for --sandbox kubernetes"},
+		{"root user", OpenOptions{Kind: KindKubernetes, Docker: &Config{User: "0", Memory: 1 << 30, CPUs: 1, Pids: 100}}, "other than root"},
+		{"network", OpenOptions{Kind: KindKubernetes, Docker: &Config{User: "1000", Network: "bridge", Memory: 1 << 30, CPUs: 1, Pids: 100}}, "NetworkPolicy"},
+		{"unknown kind", OpenOptions{Kind: "k8s"}, "docker, local or kubernetes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.opts.Check()
+			var ie *InputError
+			require.ErrorAs(t, err, &ie)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	ok := OpenOptions{Kind: KindKubernetes, Kube: KubeOptions{Namespace: "team-a"}}
+	require.NoError(t, ok.Check())
+}

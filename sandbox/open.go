@@ -50,6 +50,9 @@ type OpenOptions struct {
 	// Host is the Docker daemon kernels run on. The zero value is the
 	// environment's (see Host).
 	Host Host
+	// Kube names the cluster and namespace of KindKubernetes; Docker's
+	// Config sets its Pods' image and limits.
+	Kube KubeOptions
 	// Docker configures the containers. Nil means DefaultConfig().
 	Docker *Config
 	// Local configures kernels on this host; Open sets its Argv and
@@ -109,6 +112,9 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 		fmt.Fprintln(warn, "ctxcode: warning: --sandbox local runs the cells on this host, without isolation")
 		tr, err := opts.local(warn)
 		return tr, noop, err
+	}
+	if opts.Kind == KindKubernetes {
+		return openKube(ctx, opts, warn)
 	}
 	cli, err := Connect(ctx, opts.Host)
 	if err != nil {
@@ -176,9 +182,9 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 // may call it as soon as its flags are parsed.
 func (o *OpenOptions) Check() error {
 	switch o.Kind {
-	case KindAuto, KindDocker, KindLocal:
+	case KindAuto, KindDocker, KindLocal, KindKubernetes:
 	default:
-		return inputErrorf("--sandbox %q: expected docker or local", string(o.Kind))
+		return inputErrorf("--sandbox %q: expected docker, local or kubernetes", string(o.Kind))
 	}
 	switch o.Lang {
 	case "":
@@ -192,10 +198,13 @@ func (o *OpenOptions) Check() error {
 			return err
 		}
 	}
-	if o.Kind != KindLocal {
+	if o.Kind != KindLocal && o.Kind != KindKubernetes {
 		if err := o.Host.Check(); err != nil {
 			return err
 		}
+	}
+	if err := o.checkKube(); err != nil {
+		return err
 	}
 	if o.SweepTimeout <= 0 {
 		o.SweepTimeout = 30 * time.Second
