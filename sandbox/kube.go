@@ -100,7 +100,20 @@ type Kube struct {
 
 	policyMu   sync.Mutex
 	policyMade bool
+
+	// starting and deleting bound the Pods this transport has between
+	// create and attach, and those it is deleting: apart, so that
+	// deletions, which free room on the cluster, never wait behind starts
+	// that wait for room (a full cluster cannot deadlock a pool).
+	starting chan struct{}
+	deleting chan struct{}
 }
+
+// The most Pods one Kube starts, and deletes, at a time.
+const (
+	KubeMaxStarts  = 4
+	KubeMaxDeletes = 8
+)
 
 var _ kernel.Transport = (*Kube)(nil)
 
@@ -123,7 +136,8 @@ func NewKubePython(c Cluster, cfg Config) (*Kube, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Kube{c: c, cfg: cfg, argv: kernel.PythonArgv("python3"), uid: uid, gid: gid}, nil
+	return &Kube{c: c, cfg: cfg, argv: kernel.PythonArgv("python3"), uid: uid, gid: gid,
+		starting: make(chan struct{}, KubeMaxStarts), deleting: make(chan struct{}, KubeMaxDeletes)}, nil
 }
 
 // quietClientGo sends client-go's own logging (klog: "Copying stdin
@@ -417,6 +431,12 @@ func (k *Kube) apiError(what string, err error) error {
 // Start makes one kernel Pod, waits until it runs (its data unpacked
 // first), and attaches to it. On any failure it deletes what it made.
 func (k *Kube) Start(ctx context.Context) (_ kernel.Conn, err error) {
+	select {
+	case k.starting <- struct{}{}:
+		defer func() { <-k.starting }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for a start of a kernel pod (at most %d at a time): %w", cap(k.starting), ctx.Err())
+	}
 	if err := k.ensureNetworkPolicy(ctx); err != nil {
 		return nil, err
 	}
@@ -554,6 +574,10 @@ func (k *Kube) attachError(name, container string, err error) error {
 func (k *Kube) deletePod(name string) error {
 	if name == "" {
 		return nil
+	}
+	if k.deleting != nil {
+		k.deleting <- struct{}{}
+		defer func() { <-k.deleting }()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -438,3 +438,26 @@ func TestKubeCheck(t *testing.T) {
 	ok := OpenOptions{Kind: KindKubernetes, Kube: KubeOptions{Namespace: "team-a"}}
 	require.NoError(t, ok.Check())
 }
+
+// TestKubePool: a warm pool of more Pods than start at once fills, hands
+// out working kernels, and leaves no Pod once closed.
+func TestKubePool(t *testing.T) {
+	cl, k := startFakeCluster(t, DefaultConfig(), nil)
+	p := NewPool(kernel.Python, k, KubeMaxStarts+2, kernel.ClientOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
+	defer cancel()
+	var got []*kernel.Client
+	for range KubeMaxStarts + 2 {
+		c, err := p.Acquire(ctx)
+		require.NoError(t, err)
+		got = append(got, c)
+		res, err := c.Execute(ctx, "x", kernel.ExecOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "x", res.Value)
+	}
+	for _, c := range got {
+		require.NoError(t, c.Close())
+	}
+	require.NoError(t, p.Close())
+	assert.Equal(t, 0, cl.Pods(t))
+}
