@@ -487,20 +487,26 @@ func (c *conn) Kill() error {
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
 		_ = c.hijack.CloseWrite()
-		select {
-		case <-c.done:
-		case <-time.After(c.d.cfg.StopGrace):
-			_ = c.Kill()
-			select {
-			case <-c.done:
-			case <-time.After(10 * time.Second):
-			}
-		}
+		endGently(c.done, c.d.cfg.StopGrace, c.Kill)
 		c.hijack.Close()
 		_ = c.stdout.Close()
 		c.closeErr = teardown(c.d.cli, c.id, c.volume)
 	})
 	return c.closeErr
+}
+
+// endGently waits grace for a kernel whose input is closed to end (done),
+// then kills it and waits a little more for the kill to be seen.
+func endGently(done <-chan struct{}, grace time.Duration, kill func() error) {
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = kill()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+		}
+	}
 }
 
 // teardown removes a container and a volume; nil-safe and idempotent.

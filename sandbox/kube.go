@@ -867,15 +867,7 @@ func (c *kubeConn) Kill() error {
 func (c *kubeConn) Close() error {
 	c.closeOnce.Do(func() {
 		_ = c.stdin.Close()
-		select {
-		case <-c.done:
-		case <-time.After(c.k.cfg.StopGrace):
-			_ = c.Kill()
-			select {
-			case <-c.done:
-			case <-time.After(10 * time.Second):
-			}
-		}
+		endGently(c.done, c.k.cfg.StopGrace, c.Kill)
 		c.cancel()
 		<-c.streamed
 		_ = c.stdout.Close()

@@ -115,14 +115,7 @@ func openKube(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Tra
 	case err != nil:
 		fmt.Fprintf(warn, "ctxcode: warning: removing leftover pods: %v\n", err)
 	}
-	cfg := DefaultConfig()
-	if opts.Docker != nil {
-		cfg = *opts.Docker
-	}
-	cfg.DataDir, cfg.FollowLinks, cfg.NoIPython = opts.DataDir, opts.FollowLinks, opts.NoIPython
-	if cfg.Image == "" {
-		cfg.Image = KernelImage()
-	}
+	cfg := opts.config()
 	tr, err := NewKubePython(cl, cfg)
 	if err != nil {
 		return nil, noop, err

@@ -142,14 +142,7 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 	if err != nil {
 		fmt.Fprintf(warn, "ctxcode: warning: removing leftover containers: %v\n", err)
 	}
-	cfg := DefaultConfig()
-	if opts.Docker != nil {
-		cfg = *opts.Docker
-	}
-	cfg.DataDir, cfg.FollowLinks, cfg.NoIPython = opts.DataDir, opts.FollowLinks, opts.NoIPython
-	if cfg.Image == "" {
-		cfg.Image = KernelImage()
-	}
+	cfg := opts.config()
 	if err := cfg.checkDaemon(ctx, cli); err != nil {
 		cleanup()
 		return nil, noop, err
@@ -175,6 +168,19 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 		fmt.Fprintf(warn, "ctxcode: warning: --network %s: the cells can reach the network\n", cfg.Network)
 	}
 	return tr, cleanup, nil
+}
+
+// config is the Config of the containers (or Pods) opts make.
+func (o *OpenOptions) config() Config {
+	cfg := DefaultConfig()
+	if o.Docker != nil {
+		cfg = *o.Docker
+	}
+	cfg.DataDir, cfg.FollowLinks, cfg.NoIPython = o.DataDir, o.FollowLinks, o.NoIPython
+	if cfg.Image == "" {
+		cfg.Image = KernelImage()
+	}
+	return cfg
 }
 
 // Check fills the defaults and refuses what cannot work (an *InputError),
