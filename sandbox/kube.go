@@ -414,7 +414,7 @@ type AccessError struct {
 
 func (e *AccessError) Error() string {
 	return fmt.Sprintf("kubernetes namespace %s: %s: %v; the user needs a Role there with get, list, watch, create and delete on pods, "+
-		"create on pods/attach, and get and create on networkpolicies (see the README)", e.Namespace, e.What, e.Err)
+		"create and get on pods/attach, and get and create on networkpolicies (see the README)", e.Namespace, e.What, e.Err)
 }
 
 func (e *AccessError) Unwrap() error { return e.Err }

@@ -366,7 +366,7 @@ func TestKubeForbidden(t *testing.T) {
 	_, err := k.Start(context.Background())
 	var ae *AccessError
 	require.ErrorAs(t, err, &ae)
-	assert.Contains(t, err.Error(), "create on pods/attach")
+	assert.Contains(t, err.Error(), "create and get on pods/attach")
 	assert.Contains(t, err.Error(), kubetest.Namespace)
 }
 
