@@ -108,7 +108,7 @@ func prepare(ctx context.Context, cfg AskConfig, warn io.Writer) (*AskSetup, err
 	var imageID string
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	if s.usesCache() && cfg.Sandbox.Kind != sandbox.KindLocal {
+	if s.usesCache() && cfg.Sandbox.Kind != sandbox.KindLocal && cfg.Sandbox.Kind != sandbox.KindKubernetes {
 		image := ""
 		if cfg.Sandbox.Docker != nil {
 			image = cfg.Sandbox.Docker.Image

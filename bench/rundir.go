@@ -190,7 +190,7 @@ func BudgetsOf(cfg agent.Config) Budgets {
 // limits, the network and the rights are Docker's (sandbox.Config); a local
 // kernel has none of them, and they are zero.
 type SandboxInfo struct {
-	Kind      string `json:"kind"` // docker or local
+	Kind      string `json:"kind"` // docker, local or kubernetes
 	Image     string `json:"image,omitempty"`
 	NoIPython bool   `json:"no_ipython,omitempty"`
 	Network   string `json:"network,omitempty"`

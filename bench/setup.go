@@ -922,6 +922,15 @@ func (s *Setup) Spec(ctx context.Context, tr kernel.Transport) (Spec, error) {
 	if docker {
 		dc = d.Config()
 	}
+	if kb, ok := tr.(*sandbox.Kube); ok {
+		dc = kb.Config()
+		sp.Sandbox = SandboxInfo{Kind: string(sandbox.KindKubernetes), Image: dc.Image, NoIPython: noIPython,
+			Memory: dc.Memory, CPUs: dc.CPUs, TmpSize: dc.TmpSize, User: dc.User}
+		// The cluster's image is known by its name only: no image id.
+		var err error
+		sp.Runtime.Driver, err = prefixes.DriverVersion(run.Language)
+		return sp, err
+	}
 	// Else the host: a local sandbox, or no Docker for the reference model.
 	if docker || tr == nil && cfg.Sandbox.Kind != sandbox.KindLocal {
 		sp.Sandbox = SandboxInfo{Kind: string(sandbox.KindDocker), Image: dc.Image, NoIPython: noIPython,

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +61,26 @@ func NewGo(cli *client.Client, cfg Config, exe string) (*Docker, error) {
 }
 
 func newDocker(cli *client.Client, cfg Config, argv, bind []string) (*Docker, error) {
+	cfg, err := cfg.filled()
+	if err != nil {
+		return nil, err
+	}
+	// A remote daemon cannot see the folder; the kernel's user (nobody)
+	// cannot read private files in a bind mount; a bind mount shows the
+	// folder as it is, links, pipes and devices too. All get a copy.
+	if cfg.DataDir != "" && !cfg.CopyData && (Remote(cli) || !bindable(cfg.DataDir, cfg.FollowLinks)) {
+		cfg.CopyData = true
+	}
+	return &Docker{cli: cli, cfg: cfg, argv: argv, bind: bind}, nil
+}
+
+// Config is the configuration containers are made with.
+func (d *Docker) Config() Config { return d.cfg }
+
+// filled is cfg with DefaultConfig's values where it has none, and its
+// data folder made absolute; an environment entry that is not NAME=value,
+// or a data folder that is not one, is an error.
+func (cfg Config) filled() (Config, error) {
 	def := DefaultConfig()
 	if cfg.Image == "" {
 		cfg.Image = def.Image
@@ -80,30 +99,21 @@ func newDocker(cli *client.Client, cfg Config, argv, bind []string) (*Docker, er
 	}
 	for _, kv := range cfg.Env {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" || strings.ContainsAny(name, " \t\n") {
-			return nil, fmt.Errorf("kernel environment entry %q: want NAME=value", kv)
+			return cfg, fmt.Errorf("kernel environment entry %q: want NAME=value", kv)
 		}
 	}
 	if cfg.DataDir != "" {
 		abs, err := filepath.Abs(cfg.DataDir)
 		if err != nil {
-			return nil, fmt.Errorf("data folder %q: %w", cfg.DataDir, err)
+			return cfg, fmt.Errorf("data folder %q: %w", cfg.DataDir, err)
 		}
 		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("data folder %q is not a folder", cfg.DataDir)
+			return cfg, fmt.Errorf("data folder %q is not a folder", cfg.DataDir)
 		}
 		cfg.DataDir = abs
 	}
-	// A remote daemon cannot see the folder; the kernel's user (nobody)
-	// cannot read private files in a bind mount; a bind mount shows the
-	// folder as it is, links, pipes and devices too. All get a copy.
-	if cfg.DataDir != "" && !cfg.CopyData && (Remote(cli) || !bindable(cfg.DataDir, cfg.FollowLinks)) {
-		cfg.CopyData = true
-	}
-	return &Docker{cli: cli, cfg: cfg, argv: argv, bind: bind}, nil
+	return cfg, nil
 }
-
-// Config is the configuration containers are made with.
-func (d *Docker) Config() Config { return d.cfg }
 
 // bindable reports whether a bind mount of dir shows the kernel what a
 // copy would: the folder holds only real folders and regular files (no
@@ -141,7 +151,11 @@ func NewSessionID() string {
 // labels are put on every container and volume made for a session: the
 // session, the time, and this process as their owner (see owner), so that
 // Prune can tell whether the owner is gone.
-func (d *Docker) labels(session string) map[string]string {
+func (d *Docker) labels(session string) map[string]string { return sessionLabels(session) }
+
+// sessionLabels are the labels of what is made for session, in every
+// backend: the owner's (self), the session's, the time.
+func sessionLabels(session string) map[string]string {
 	l := self().labels()
 	l[LabelSession] = session
 	l[LabelCreated] = strconv.FormatInt(time.Now().Unix(), 10)
@@ -228,34 +242,36 @@ func (d *Docker) Start(ctx context.Context) (_ kernel.Conn, err error) {
 
 func (d *Docker) containerConfig(session string) *container.Config {
 	return &container.Config{
-		Image:        d.cfg.Image,
-		Cmd:          d.argv,
-		Entrypoint:   []string{},
-		User:         d.cfg.User,
-		WorkingDir:   WorkDir,
-		Labels:       d.labels(session),
-		OpenStdin:    true,
-		StdinOnce:    true,
-		AttachStdin:  true,
-		AttachStdout: true,
-		AttachStderr: true,
-		// Set here, so nothing of the host's environment can ever reach it.
-		Env: append([]string{
-			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			"HOME=/tmp",
-			"LANG=C.UTF-8",
-			"IPYTHONDIR=/tmp/.ipython",
-			"MPLCONFIGDIR=/tmp/.matplotlib",
-			"MPLBACKEND=Agg",
-			"TERM=dumb",
-		}, d.extraEnv()...),
+		Image:           d.cfg.Image,
+		Cmd:             d.argv,
+		Entrypoint:      []string{},
+		User:            d.cfg.User,
+		WorkingDir:      WorkDir,
+		Labels:          d.labels(session),
+		OpenStdin:       true,
+		StdinOnce:       true,
+		AttachStdin:     true,
+		AttachStdout:    true,
+		AttachStderr:    true,
+		Env:             kernelEnv(d.cfg),
 		NetworkDisabled: d.cfg.Network == "none",
 	}
 }
 
-func (d *Docker) extraEnv() []string {
-	env := slices.Clone(d.cfg.Env)
-	if d.cfg.NoIPython {
+// kernelEnv is a kernel's whole environment, the same in every backend:
+// set here, so nothing of the host's environment can ever reach it.
+func kernelEnv(cfg Config) []string {
+	env := []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=/tmp",
+		"LANG=C.UTF-8",
+		"IPYTHONDIR=/tmp/.ipython",
+		"MPLCONFIGDIR=/tmp/.matplotlib",
+		"MPLBACKEND=Agg",
+		"TERM=dumb",
+	}
+	env = append(env, cfg.Env...)
+	if cfg.NoIPython {
 		env = append(env, "CTXCODE_NO_IPYTHON=1")
 	}
 	return env
@@ -471,20 +487,26 @@ func (c *conn) Kill() error {
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
 		_ = c.hijack.CloseWrite()
-		select {
-		case <-c.done:
-		case <-time.After(c.d.cfg.StopGrace):
-			_ = c.Kill()
-			select {
-			case <-c.done:
-			case <-time.After(10 * time.Second):
-			}
-		}
+		endGently(c.done, c.d.cfg.StopGrace, c.Kill)
 		c.hijack.Close()
 		_ = c.stdout.Close()
 		c.closeErr = teardown(c.d.cli, c.id, c.volume)
 	})
 	return c.closeErr
+}
+
+// endGently waits grace for a kernel whose input is closed to end (done),
+// then kills it and waits a little more for the kill to be seen.
+func endGently(done <-chan struct{}, grace time.Duration, kill func() error) {
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = kill()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+		}
+	}
 }
 
 // teardown removes a container and a volume; nil-safe and idempotent.

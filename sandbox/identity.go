@@ -29,6 +29,9 @@ func (o OpenOptions) RuntimeIdentity(imageID string) string {
 	if o.NoIPython {
 		flags += " no-ipython"
 	}
+	if o.Kind == KindKubernetes {
+		return "" // the cluster's image is known by its name only, which may move
+	}
 	if o.Kind != KindLocal {
 		if imageID != "" {
 			return "docker " + imageID + " " + string(lang) + flags

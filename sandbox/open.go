@@ -50,6 +50,9 @@ type OpenOptions struct {
 	// Host is the Docker daemon kernels run on. The zero value is the
 	// environment's (see Host).
 	Host Host
+	// Kube names the cluster and namespace of KindKubernetes; Docker's
+	// Config sets its Pods' image and limits.
+	Kube KubeOptions
 	// Docker configures the containers. Nil means DefaultConfig().
 	Docker *Config
 	// Local configures kernels on this host; Open sets its Argv and
@@ -110,6 +113,9 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 		tr, err := opts.local(warn)
 		return tr, noop, err
 	}
+	if opts.Kind == KindKubernetes {
+		return openKube(ctx, opts, warn)
+	}
 	cli, err := Connect(ctx, opts.Host)
 	if err != nil {
 		switch {
@@ -136,14 +142,7 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 	if err != nil {
 		fmt.Fprintf(warn, "ctxcode: warning: removing leftover containers: %v\n", err)
 	}
-	cfg := DefaultConfig()
-	if opts.Docker != nil {
-		cfg = *opts.Docker
-	}
-	cfg.DataDir, cfg.FollowLinks, cfg.NoIPython = opts.DataDir, opts.FollowLinks, opts.NoIPython
-	if cfg.Image == "" {
-		cfg.Image = KernelImage()
-	}
+	cfg := opts.config()
 	if err := cfg.checkDaemon(ctx, cli); err != nil {
 		cleanup()
 		return nil, noop, err
@@ -171,14 +170,27 @@ func Open(ctx context.Context, opts OpenOptions, warn io.Writer) (kernel.Transpo
 	return tr, cleanup, nil
 }
 
+// config is the Config of the containers (or Pods) opts make.
+func (o *OpenOptions) config() Config {
+	cfg := DefaultConfig()
+	if o.Docker != nil {
+		cfg = *o.Docker
+	}
+	cfg.DataDir, cfg.FollowLinks, cfg.NoIPython = o.DataDir, o.FollowLinks, o.NoIPython
+	if cfg.Image == "" {
+		cfg.Image = KernelImage()
+	}
+	return cfg
+}
+
 // Check fills the defaults and refuses what cannot work (an *InputError),
 // before anything is connected or started; Open calls it, and a command
 // may call it as soon as its flags are parsed.
 func (o *OpenOptions) Check() error {
 	switch o.Kind {
-	case KindAuto, KindDocker, KindLocal:
+	case KindAuto, KindDocker, KindLocal, KindKubernetes:
 	default:
-		return inputErrorf("--sandbox %q: expected docker or local", string(o.Kind))
+		return inputErrorf("--sandbox %q: expected docker, local or kubernetes", string(o.Kind))
 	}
 	switch o.Lang {
 	case "":
@@ -192,10 +204,13 @@ func (o *OpenOptions) Check() error {
 			return err
 		}
 	}
-	if o.Kind != KindLocal {
+	if o.Kind != KindLocal && o.Kind != KindKubernetes {
 		if err := o.Host.Check(); err != nil {
 			return err
 		}
+	}
+	if err := o.checkKube(); err != nil {
+		return err
 	}
 	if o.SweepTimeout <= 0 {
 		o.SweepTimeout = 30 * time.Second

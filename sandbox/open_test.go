@@ -127,7 +127,7 @@ func TestOpenBadInput(t *testing.T) {
 		opts OpenOptions
 		err  string
 	}{
-		{"unknown kind", OpenOptions{Kind: "podman"}, `--sandbox "podman": expected docker or local`},
+		{"unknown kind", OpenOptions{Kind: "podman"}, `--sandbox "podman": expected docker, local or kubernetes`},
 		{"unknown language", OpenOptions{Lang: "rust"}, `unknown language "rust": expected python or go`},
 		{"missing data folder", OpenOptions{DataDir: "/nonexistent/data"}, `data folder "/nonexistent/data"`},
 		{"data is a file", OpenOptions{DataDir: file}, "is not a folder"},

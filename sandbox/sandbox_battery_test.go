@@ -65,6 +65,16 @@ func hashTree(t *testing.T, dir string) map[string]string {
 	return sums
 }
 
+// dataHashCell answers what hashTree says of the folder, for data/ as the
+// kernel sees it.
+const dataHashCell = `import hashlib, os
+sums = {}
+for root, dirs, files in os.walk('data'):
+    for f in files:
+        p = os.path.join(root, f)
+        sums[os.path.relpath(p, 'data')] = hashlib.sha256(open(p, 'rb').read()).hexdigest()
+ANSWER(sums)`
+
 // errnoCell wraps statements so that the cell answers the errno name of the
 // OSError they raise, or "no error".
 func errnoCell(body string) string {
@@ -121,13 +131,7 @@ func TestBatteryData(t *testing.T) {
 			k := startKernel(t, cfg)
 
 			var seen map[string]string
-			answer(t, k, `import hashlib, os
-sums = {}
-for root, dirs, files in os.walk('data'):
-    for f in files:
-        p = os.path.join(root, f)
-        sums[os.path.relpath(p, 'data')] = hashlib.sha256(open(p, 'rb').read()).hexdigest()
-ANSWER(sums)`, &seen)
+			answer(t, k, dataHashCell, &seen)
 			assert.Equal(t, before, seen, "the kernel should read the data as it is on the host")
 
 			for _, op := range []struct{ name, code string }{

@@ -95,6 +95,9 @@ func parseBench(args []string, stderr io.Writer) (*benchOptions, error) {
 		if fs.Changed("docker-host") {
 			return nil, usagef("--hosts names the daemons, and --docker-host one: drop --docker-host (or name its daemon in --hosts)")
 		}
+		if o.sandbox.kind == string(sandbox.KindKubernetes) {
+			return nil, usagef("--hosts spreads trials over Docker daemons, and --sandbox kubernetes over a cluster's nodes: drop one of them")
+		}
 		var err error
 		if o.hosts, err = parseHosts(hosts); err != nil {
 			return nil, err

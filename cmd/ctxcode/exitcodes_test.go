@@ -67,7 +67,7 @@ func TestBadInputExitsTwoBeforeAnyKernel(t *testing.T) {
 		{"exec: --python does not exist", []string{"exec", "--python", "/nonexistent/python3", "--", "1"}, "--python /nonexistent/python3: no such interpreter"},
 		{"exec: --prefix pm without --data", []string{"exec", "--prefix", "pm", "--", "1"}, "prefix pm reads data/: give the data folder with --data DIR"},
 		{"exec: unknown language", []string{"exec", "--lang", "ruby", "--", "1"}, `unknown language "ruby"`},
-		{"exec: unknown sandbox", []string{"exec", "--sandbox", "vm", "--", "1"}, `--sandbox "vm": expected docker or local`},
+		{"exec: unknown sandbox", []string{"exec", "--sandbox", "vm", "--", "1"}, `--sandbox "vm": expected docker, local or kubernetes`},
 		{"exec: zero timeout", []string{"exec", "--timeout", "0s", "--", "1"}, "--timeout must be positive"},
 		{"exec: bad size", []string{"exec", "--memory", "lots", "--", "1"}, `"lots" is not a size`},
 		{"exec: --data does not exist", []string{"exec", "--data", missing, "--", "1"}, "no such folder"},

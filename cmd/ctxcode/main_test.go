@@ -265,7 +265,7 @@ func TestExecUsageErrors(t *testing.T) {
 		{"no cells", []string{"exec"}, "no cells given"},
 		{"unknown language", []string{"exec", "--lang", "ruby", "--", "1"}, `unknown language "ruby": expected python or go`},
 		{"bad memory", []string{"exec", "--memory", "lots", "--", "1"}, `"lots" is not a size`},
-		{"unknown sandbox", []string{"exec", "--sandbox", "vm", "--", "1"}, `--sandbox "vm": expected docker or local`},
+		{"unknown sandbox", []string{"exec", "--sandbox", "vm", "--", "1"}, `--sandbox "vm": expected docker, local or kubernetes`},
 		{"unknown prefix", []string{"exec", "--prefix", "nope.py", "--", "1"}, `--prefix: prefix "nope.py": no such built-in prefix (pm`},
 		{"prefix language", []string{"exec", "--lang", "go", "--prefix", "pm", "--", "1"}, "--prefix pm is written in python, but --lang is go"},
 		{"missing data", []string{"exec", "--data", "/no/such/dir", "--", "1"}, "no such folder"},

@@ -49,8 +49,16 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		img := fs.String("image", sandbox.KernelImage(), "kernel image to look for")
 		hosts := new(string)
 		registerHosts(fs, hosts)
+		kind, kube := registerKubeSandbox(fs)
 		if err := fs.parse(args[1:], 0, ""); err != nil {
 			return err
+		}
+		cl, isKube, err := openKubeSandbox(ctx, fs, *kind, kube)
+		if err != nil {
+			return err
+		}
+		if isKube {
+			return kubeStatus(ctx, stdout, cl)
 		}
 		if *hosts != "" {
 			if fs.Changed("docker-host") {
@@ -85,13 +93,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		fmt.Fprintf(stdout, "containers: %d\n", len(cs))
-		for _, c := range cs {
-			state := "kept: " + c.Kept
-			if c.Reason != "" {
-				state = "orphan: " + c.Reason
-			}
-			fmt.Fprintf(stdout, "  %.12s session %s, created %s, %s\n", c.ID, c.Session, c.Created.Format(time.RFC3339), state)
-		}
+		printOrphans(stdout, cs)
 		return nil
 	case "prune":
 		fs := newFlagSet("sandbox prune", sandboxUsage, stderr)
@@ -99,15 +101,28 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		registerDockerHost(fs, host)
 		older := fs.Duration("older-than", 0, "also remove containers older than this, whoever owns them: the only way to remove those of another PID namespace or host (e.g. 24h)")
 		dry := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
+		kind, kube := registerKubeSandbox(fs)
 		if err := fs.parse(args[1:], 0, ""); err != nil {
 			return err
 		}
-		cli, err := connectDocker(ctx, *host)
+		cl, isKube, err := openKubeSandbox(ctx, fs, *kind, kube)
 		if err != nil {
 			return err
 		}
-		defer cli.Close()
-		removed, err := sandbox.Prune(ctx, cli, sandbox.PruneOptions{OlderThan: *older, DryRun: *dry})
+		prune := func() ([]sandbox.Orphan, error) {
+			return sandbox.KubePrune(ctx, cl, sandbox.PruneOptions{OlderThan: *older, DryRun: *dry})
+		}
+		if !isKube {
+			cli, err := connectDocker(ctx, *host)
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			prune = func() ([]sandbox.Orphan, error) {
+				return sandbox.Prune(ctx, cli, sandbox.PruneOptions{OlderThan: *older, DryRun: *dry})
+			}
+		}
+		removed, err := prune()
 		verb := "removed"
 		if *dry {
 			verb = "would remove"
@@ -115,7 +130,9 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		for _, o := range removed {
 			fmt.Fprintf(stdout, "%s %.12s (session %s): %s\n", verb, o.ID, o.Session, o.Reason)
 		}
-		if len(removed) == 0 {
+		if len(removed) == 0 && isKube {
+			fmt.Fprintln(stdout, "no orphaned pods")
+		} else if len(removed) == 0 {
 			fmt.Fprintln(stdout, "no orphaned containers")
 		}
 		return err
@@ -124,6 +141,65 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	return usagef("sandbox: unknown subcommand %q\n\n%s", args[0], sandboxUsage)
+}
+
+// registerKubeSandbox registers the flags that point status and prune at
+// a cluster: --sandbox docker|kubernetes, --kubeconfig, --namespace.
+func registerKubeSandbox(fs *flagSet) (*string, *sandbox.KubeOptions) {
+	kind := fs.String("sandbox", "docker", "docker (the daemon's containers) or kubernetes (the namespace's Pods)")
+	kube := &sandbox.KubeOptions{}
+	registerKube(fs, &kube.Kubeconfig, &kube.Namespace)
+	return kind, kube
+}
+
+// openKubeSandbox connects to the cluster when kind is kubernetes (ok);
+// kind and the flags given must agree, or it is a usage error.
+func openKubeSandbox(ctx context.Context, fs *flagSet, kind string, kube *sandbox.KubeOptions) (sandbox.Cluster, bool, error) {
+	switch kind {
+	case string(sandbox.KindDocker):
+		if fs.Changed("kubeconfig") || fs.Changed("namespace") {
+			return sandbox.Cluster{}, false, usagef("--kubeconfig and --namespace are for --sandbox kubernetes")
+		}
+		return sandbox.Cluster{}, false, nil
+	case string(sandbox.KindKubernetes):
+	default:
+		return sandbox.Cluster{}, false, usagef("--sandbox %q: expected docker or kubernetes", kind)
+	}
+	for _, f := range []string{"docker-host", "hosts"} {
+		if fs.Lookup(f) != nil && fs.Changed(f) {
+			return sandbox.Cluster{}, false, usagef("--%s names Docker daemons, and --sandbox kubernetes a cluster: drop one of them", f)
+		}
+	}
+	cl, err := sandbox.ConnectKube(ctx, *kube)
+	if ie := (*sandbox.InputError)(nil); errors.As(err, &ie) {
+		err = usagef("%v", ie)
+	}
+	return cl, err == nil, err
+}
+
+// kubeStatus writes the cluster's API server and namespace, and its
+// ctxcode Pods, each kept or orphaned.
+func kubeStatus(ctx context.Context, stdout io.Writer, cl sandbox.Cluster) error {
+	fmt.Fprintf(stdout, "kubernetes: reachable at %s, namespace %s\n", cl.REST.Host, cl.Namespace)
+	pods, err := sandbox.KubeList(ctx, cl, 0)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "pods: %d\n", len(pods))
+	printOrphans(stdout, pods)
+	return nil
+}
+
+// printOrphans writes a line per container or Pod: its session, when it
+// was made, and why it is kept or may be removed.
+func printOrphans(stdout io.Writer, list []sandbox.Orphan) {
+	for _, c := range list {
+		state := "kept: " + c.Kept
+		if c.Reason != "" {
+			state = "orphan: " + c.Reason
+		}
+		fmt.Fprintf(stdout, "  %.12s session %s, created %s, %s\n", c.ID, c.Session, c.Created.Format(time.RFC3339), state)
+	}
 }
 
 // hostsStatus writes a line per daemon of --hosts: whether it answers,

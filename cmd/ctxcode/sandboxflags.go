@@ -16,7 +16,10 @@ import (
 
 // sandboxFlags are the flags of every command that starts kernels.
 type sandboxFlags struct {
-	kind string // "", "docker" or "local"
+	kind string // "", "docker", "local" or "kubernetes"
+	// kubeconfig and namespace name the cluster of --sandbox kubernetes.
+	kubeconfig string
+	namespace  string
 	// dockerHost is the daemon: a URL or a Docker context name; "" is
 	// the environment's (sandbox.Host).
 	dockerHost string
@@ -43,8 +46,9 @@ type sandboxFlags struct {
 func (s *sandboxFlags) register(fs *flagSet) {
 	def := sandbox.DefaultConfig()
 	s.memory, s.tmpSize = byteSize(def.Memory), byteSize(def.TmpSize)
-	fs.StringVar(&s.kind, "sandbox", "", "where kernels run: docker (isolated; the default when Docker is reachable) or local (this host, not isolated)")
+	fs.StringVar(&s.kind, "sandbox", "", "where kernels run: docker (isolated; the default when Docker is reachable), local (this host, not isolated) or kubernetes (Pods in a cluster)")
 	registerDockerHost(fs, &s.dockerHost)
+	registerKube(fs, &s.kubeconfig, &s.namespace)
 	fs.StringVar(&s.image, "image", "", "docker: image to run the kernel in, any with python3 (default "+def.Image+")")
 	fs.StringVar(&s.network, "network", def.Network, "docker: network mode: none (no network), bridge or host, or a network made with docker network create")
 	fs.Var(&s.memory, "memory", "docker: memory limit, swap included (e.g. 512m, 2g; at least 6m, Docker's minimum)")
@@ -60,6 +64,17 @@ func (s *sandboxFlags) register(fs *flagSet) {
 	fs.BoolVar(&s.noIPython, "no-ipython", false, "use the Python driver's standard-library path even when IPython is there (starts faster)")
 	fs.BoolVar(&s.dataLink, "data-link", false, "local: show --data by a link instead of a read-only copy (cells can then change your files)")
 	registerFollowLinks(fs, &s.followLinks)
+}
+
+// registerKube registers --kubeconfig and --namespace, the same wherever
+// a cluster is taken.
+func registerKube(fs *flagSet, kubeconfig, namespace *string) {
+	fs.StringVar(kubeconfig, "kubeconfig", "", "kubernetes: the cluster's kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+	fs.StringVar(namespace, "namespace", "", "kubernetes: the namespace kernel Pods run in (default: the kubeconfig context's, else default)")
+}
+
+func (s *sandboxFlags) kube() sandbox.KubeOptions {
+	return sandbox.KubeOptions{Kubeconfig: s.kubeconfig, Namespace: s.namespace}
 }
 
 // registerDockerHost registers --docker-host, the same wherever Docker is
@@ -96,7 +111,8 @@ func (s *sandboxFlags) check() error {
 	// The sandbox's own checks, now: bad input is found before any work
 	// (what this machine lacks, such as python3, is found when it starts).
 	cfg := s.dockerConfig()
-	opts := sandbox.OpenOptions{Kind: sandbox.Kind(s.kind), Python: s.python, Docker: &cfg, Host: sandbox.Host{Name: s.dockerHost}}
+	opts := sandbox.OpenOptions{Kind: sandbox.Kind(s.kind), Python: s.python, Docker: &cfg, Host: sandbox.Host{Name: s.dockerHost},
+		Kube: s.kube()}
 	if ie := (*sandbox.InputError)(nil); errors.As(opts.Check(), &ie) {
 		return usagef("%v", ie)
 	}
@@ -114,6 +130,7 @@ func (s *sandboxFlags) openOptions(lang kernel.Language) sandbox.OpenOptions {
 		Kind:         sandbox.Kind(s.kind),
 		HostFallback: s.hostFallback,
 		Host:         sandbox.Host{Name: s.dockerHost},
+		Kube:         s.kube(),
 		Lang:         lang,
 		FollowLinks:  s.followLinks,
 		NoIPython:    s.noIPython,
