@@ -372,21 +372,6 @@ func TestHostsEnsureImage(t *testing.T) {
 	assert.Equal(t, 1, out.Total)
 }
 
-// slowModel is a model that answers after a pause, as an API does.
-type slowModel struct {
-	llm.Model
-	delay time.Duration
-}
-
-func (m slowModel) Complete(ctx context.Context, req session.Request) (llm.Reply, error) {
-	select {
-	case <-time.After(m.delay):
-	case <-ctx.Done():
-		return llm.Reply{}, ctx.Err()
-	}
-	return m.Model.Complete(ctx, req)
-}
-
 // BenchmarkHosts240 runs 240 reference trials (condition D over the 24
 // tasks of tier s) on this machine's daemon alone (2 slots), and the same
 // 240 over it and a second dockerd (internal/dockertest) reached over ssh
@@ -424,7 +409,7 @@ func BenchmarkHosts240(b *testing.B) {
 		inner := s.Run.Models[0].For
 		s.Run.Models[0].For = func(c bench.Condition) (llm.Model, error) {
 			m, err := inner(c)
-			return slowModel{Model: m, delay: delay}, err
+			return bench.RemoteModel{Model: m, Delay: delay}, err
 		}
 		s.Run.Warn = io.Discard
 		start := time.Now()

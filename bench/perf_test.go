@@ -22,16 +22,17 @@ import (
 	"github.com/ctxcode/ctxcode/session"
 )
 
-// remoteModel is the reference model behind a pause, as an API would be:
-// while a trial waits for it, the pool refills.
-type remoteModel struct {
+// RemoteModel is a model behind a pause, as an API would be: while a
+// trial waits for it, the pool refills. (Exported for bench_test's
+// benchmarks too; it is part of the test build only.)
+type RemoteModel struct {
 	llm.Model
-	delay time.Duration
+	Delay time.Duration
 }
 
-func (m remoteModel) Complete(ctx context.Context, req session.Request) (llm.Reply, error) {
+func (m RemoteModel) Complete(ctx context.Context, req session.Request) (llm.Reply, error) {
 	select {
-	case <-time.After(m.delay):
+	case <-time.After(m.Delay):
 	case <-ctx.Done():
 		return llm.Reply{}, ctx.Err()
 	}
@@ -67,7 +68,7 @@ func BenchmarkTrialStart(b *testing.B) {
 		require.NoError(b, err)
 		solutions[t.Question] = code
 	}
-	model := remoteModel{Model: llm.NewReference(solutions, session.O200kBase), delay: time.Second}
+	model := RemoteModel{Model: llm.NewReference(solutions, session.O200kBase), Delay: time.Second}
 	cond := Condition{Name: "D", Protocol: session.Bare, Prefix: pm}
 
 	for b.Loop() {
