@@ -395,6 +395,11 @@ func TestChatPromptKeys(t *testing.T) {
 		term.send(t, "half a question")
 		term.waitFor(t, "half a question")
 		term.send(t, "\x03")
+		// The editor redraws the line as it is typed, so a prompt is in
+		// the output already: the new one is the one after the editor's
+		// "^C" (a Ctrl-C sent before it would reach the program between
+		// two reads of the editor).
+		term.waitFor(t, "^C")
 		term.waitFor(t, chatPrompt)
 		term.send(t, "\x03")
 		term.waitFor(t, "(Ctrl-D, or Ctrl-C again, ends the chat)")
