@@ -434,8 +434,17 @@ func TestThrottleRecoversOverHTTP(t *testing.T) {
 	const workers, trials = 4, 24
 	tooMany := llmtest.Reply{Status: 429, Header: http.Header{"Retry-After": {"3"}}, Body: errorBody("Rate limit reached for requests", "requests", "rate_limit_exceeded")}
 	replies := []llmtest.Reply{tooMany, tooMany}
+	// The provider answers nothing else before the clients have taken
+	// both 429s (Slow). Else a worker whose first reply came before them
+	// sends its next request at once, unthrottled, and the run the test
+	// reads depends on the order the real network delivered the replies.
+	// (The channel is made outside the bubble: the server, which waits on
+	// it, is outside.)
+	slowed := make(chan struct{})
 	for range trials {
-		replies = append(replies, llmtest.Text("ok", 10, 1))
+		ok := llmtest.Text("ok", 10, 1)
+		ok.OnRequest = func() { <-slowed }
+		replies = append(replies, ok)
 	}
 	f := llmtest.NewServer(t, replies...)
 	synctest.Test(t, func(t *testing.T) {
@@ -444,7 +453,7 @@ func TestThrottleRecoversOverHTTP(t *testing.T) {
 		transport := &http.Transport{DisableKeepAlives: true}
 		cfg := testConfig(f)
 		cfg.RetryMax = 5 * time.Second // above the Retry-After
-		cfg.Gate = th
+		cfg.Gate = &signalingGate{Throttle: th, after: 2, slowed: slowed}
 		cfg.HTTPClient = &http.Client{Transport: loggingTransport{client: "worker", log: &log, next: transport, gate: th}}
 		c := newClient(t, cfg)
 
@@ -468,10 +477,20 @@ func TestThrottleRecoversOverHTTP(t *testing.T) {
 		sends := log.all()
 		require.Len(t, sends, trials+2, "each trial once, and the two throttled ones again")
 		statuses := map[int]int{}
-		lowered := 0 // requests the provider took that left at a lowered rate
+		var paused time.Time // when the last 429 came back: the pause began
 		for _, s := range sends {
 			statuses[s.status]++
-			if s.status == http.StatusOK && !math.IsInf(s.limit, 1) {
+			if s.status == http.StatusTooManyRequests && s.answered.After(paused) {
+				paused = s.answered
+			}
+		}
+		// A request the Throttle admitted before the 429s can leave just
+		// after them, in the same instant of the bubble's clock: it is
+		// logged with the lowered limit but was not held by it. The
+		// requests that count are the ones sent after the pause began.
+		lowered := 0 // requests the provider took that left after the pause, at a lowered rate
+		for _, s := range sends {
+			if s.status == http.StatusOK && s.sent.After(paused) && !math.IsInf(s.limit, 1) {
 				lowered++
 			}
 		}
@@ -481,6 +500,25 @@ func TestThrottleRecoversOverHTTP(t *testing.T) {
 		assert.Equal(t, 2, s.Throttled)
 		assert.True(t, math.IsInf(s.Limit, 1), "no limit, as before the 429s: %s", s)
 	})
+}
+
+// signalingGate is a Throttle that closes slowed once it has been told of
+// after throttling replies.
+type signalingGate struct {
+	*Throttle
+	after  int
+	slowed chan struct{}
+	mu     sync.Mutex
+	n      int
+}
+
+func (g *signalingGate) Slow(status int, wait time.Duration) {
+	g.Throttle.Slow(status, wait)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n++; g.n == g.after {
+		close(g.slowed)
+	}
 }
 
 // TestThrottleRecoveryRatio runs the run in the Throttle's fake
