@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,7 +64,8 @@ type Cluster struct {
 // Kube starts kernels as Pods in a Cluster. It is a kernel.Transport.
 //
 // Each kernel is a Pod (restartPolicy Never) whose container "kernel" runs
-// the driver with the same command line as Docker's, stdin open once
+// the driver with the same command line and environment as Docker's (under
+// env -i, see kubeCommand), stdin open once
 // (stdin, stdinOnce, no tty), under the restricted Pod Security Standard:
 // uid and gid 65534 (Config.User), runAsNonRoot, no privilege escalation,
 // every capability dropped, seccomp RuntimeDefault, a read-only root with
@@ -295,6 +297,15 @@ with tarfile.open(fileobj=sys.stdin.buffer, mode="r|") as t:
     t.extractall(sys.argv[1], **kw)
 `
 
+// kubeCommand is a container's command that runs argv with env as its
+// whole environment (env -i). The kubelet gives every container the
+// KUBERNETES_SERVICE_* variables of the API server, service links or not;
+// a kernel gets the variables a Docker container gets, and none of the
+// cluster's.
+func kubeCommand(env, argv []string) []string {
+	return slices.Concat([]string{"env", "-i"}, env, argv)
+}
+
 // pod is the manifest of one kernel Pod.
 func (k *Kube) pod(name, session string) *corev1.Pod {
 	limits := corev1.ResourceList{}
@@ -309,17 +320,11 @@ func (k *Kube) pod(name, session string) *corev1.Pod {
 	if k.cfg.TmpSize > 0 {
 		tmp.SizeLimit = resource.NewQuantity(k.cfg.TmpSize, resource.BinarySI)
 	}
-	var env []corev1.EnvVar
-	for _, kv := range kernelEnv(k.cfg) {
-		n, v, _ := strings.Cut(kv, "=")
-		env = append(env, corev1.EnvVar{Name: n, Value: v})
-	}
 	kc := corev1.Container{
 		Name:            KernelContainer,
 		Image:           k.cfg.Image,
-		Command:         k.argv,
+		Command:         kubeCommand(kernelEnv(k.cfg), k.argv),
 		WorkingDir:      WorkDir,
-		Env:             env,
 		Stdin:           true,
 		StdinOnce:       true,
 		TTY:             false,
@@ -355,8 +360,7 @@ func (k *Kube) pod(name, session string) *corev1.Pod {
 		p.Spec.InitContainers = []corev1.Container{{
 			Name:            DataContainer,
 			Image:           k.cfg.Image,
-			Command:         []string{"python3", "-c", untarScript, "/data"},
-			Env:             env[:1], // PATH
+			Command:         kubeCommand(kernelEnv(k.cfg)[:1], []string{"python3", "-c", untarScript, "/data"}), // PATH only
 			Stdin:           true,
 			StdinOnce:       true,
 			Resources:       res,

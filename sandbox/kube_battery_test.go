@@ -48,7 +48,14 @@ func TestKubeBattery(t *testing.T) {
 	cfg.DataDir = dir
 	cfg.NoIPython = true // faster to start; the IPython path is Docker's battery's
 	cl, k := startKubeKernel(t, cfg)
+	kubeBattery(t, k, before, cl.Pods)
+	assert.Equal(t, before, hashTree(t, dir), "the data changed")
+}
 
+// kubeBattery is the kernel battery of a kernel in a Pod of a cluster whose
+// Pods pods counts: k's data folder held what before says. It ends with k
+// closed.
+func kubeBattery(t *testing.T, k *kernel.Client, before map[string]string, pods func(testing.TB) int) {
 	t.Run("values and state", func(t *testing.T) {
 		requireWorks(t, k)
 		execCell(t, k, "x = 40", 30*time.Second)
@@ -129,13 +136,12 @@ ANSWER({'uid': os.getuid(), 'gid': os.getgid(), 'root': writes('/etc/x'), 'tmp':
 		assert.Equal(t, "exit 3", kernel.Death(err))
 		require.NoError(t, k.Restart(ctx))
 		requireWorks(t, k)
-		assert.Equal(t, 1, cl.Pods(t), "the dead kernel's pod is deleted")
+		assert.Equal(t, 1, pods(t), "the dead kernel's pod is deleted")
 	})
 	t.Run("close is gentle and leaves nothing", func(t *testing.T) {
 		require.NoError(t, k.Close())
-		assert.Equal(t, 0, cl.Pods(t))
-		// The Docker containers go with the kubetest kubelet, as a
-		// kubelet's go after the Pod; TestMain fails on any left.
+		assert.Equal(t, 0, pods(t))
+		// The containers go with the kubelet, after the Pod (kubetest's
+		// TestMain fails on any Docker container left).
 	})
-	assert.Equal(t, before, hashTree(t, dir), "the data changed")
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -137,14 +138,13 @@ func TestKubePodManifest(t *testing.T) {
 	}
 
 	kc := s.Containers[0]
-	assert.Equal(t, kernel.PythonArgv("python3"), kc.Command)
-	assert.Equal(t, WorkDir, kc.WorkingDir)
-	var env []string
-	for _, e := range kc.Env {
-		env = append(env, e.Name+"="+e.Value)
-	}
-	assert.Equal(t, kernelEnv(k.cfg), env)
+	// The driver's environment is the kernel's, whole: env -i drops what
+	// the kubelet adds (the API server's KUBERNETES_SERVICE_*).
+	env := kernelEnv(k.cfg)
+	assert.Equal(t, slices.Concat([]string{"env", "-i"}, env, kernel.PythonArgv("python3")), kc.Command)
 	assert.Contains(t, env, "A=b")
+	assert.Empty(t, kc.Env)
+	assert.Equal(t, WorkDir, kc.WorkingDir)
 	mounts := map[string]corev1.VolumeMount{}
 	for _, m := range kc.VolumeMounts {
 		mounts[m.MountPath] = m

@@ -1,0 +1,198 @@
+package sandbox
+
+// The Kubernetes backend on a real cluster: kube-apiserver, the scheduler,
+// the controller manager and a kubelet with containerd, started on this
+// machine by internal/clustertest. Run by `make e2e` only (CTXCODE_E2E=1).
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ctxcode/ctxcode/internal/clustertest"
+	"github.com/ctxcode/ctxcode/kernel"
+)
+
+// connectKube connects to the cluster of kubeconfig as ConnectKube does.
+func connectKube(tb testing.TB, kubeconfig, namespace string) Cluster {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
+	defer cancel()
+	cl, err := ConnectKube(ctx, KubeOptions{Kubeconfig: kubeconfig, Namespace: namespace})
+	require.NoError(tb, err)
+	return cl
+}
+
+// startKube starts a Python kernel of cfg in a Pod of cl; the test's
+// cleanup closes it.
+func startKube(tb testing.TB, cl Cluster, cfg Config) *kernel.Client {
+	tb.Helper()
+	tr, err := NewKubePython(cl, cfg)
+	require.NoError(tb, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang guard
+	defer cancel()
+	k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
+	require.NoError(tb, err, "start a kernel in a pod")
+	tb.Cleanup(func() { assert.NoError(tb, k.Close()) })
+	return k
+}
+
+// startKubeErr is the error of a kernel start in a Pod of cl that must fail.
+func startKubeErr(tb testing.TB, cl Cluster, cfg Config) error {
+	tb.Helper()
+	tr, err := NewKubePython(cl, cfg)
+	require.NoError(tb, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang guard
+	defer cancel()
+	k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
+	if err == nil {
+		_ = k.Close()
+		tb.Fatal("the kernel started")
+	}
+	return err
+}
+
+// readmeRole is the Role the README tells users to make, as JSON.
+func readmeRole(tb testing.TB) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	require.NoError(tb, err)
+	// A fenced block, indented as a list item's text may be.
+	m := regexp.MustCompile("(?s)\n( *)```yaml\n( *apiVersion: rbac.authorization.k8s.io/v1\n *kind: Role\n.*?)\n *```").FindSubmatch(b)
+	require.NotNil(tb, m, "the README shows no Role")
+	role := regexp.MustCompile(`(?m)^`+string(m[1])).ReplaceAll(m[2], nil)
+	j, err := yaml.YAMLToJSON(role)
+	require.NoError(tb, err, "the README's Role:\n%s", role)
+	return j
+}
+
+func TestE2EKube(t *testing.T) {
+	c := clustertest.Start(t, KernelImage())
+	admin := connectKube(t, c.Kubeconfig, c.Namespace)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute) // a hang guard
+	defer cancel()
+	list := func(tb testing.TB) []string {
+		tb.Helper()
+		l, err := admin.Client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelSession})
+		require.NoError(tb, err)
+		var names []string
+		for _, p := range l.Items {
+			names = append(names, p.Name)
+		}
+		return names
+	}
+	pods := func(tb testing.TB) int { return len(list(tb)) }
+
+	t.Run("battery", func(t *testing.T) {
+		dir := makeDataDir(t)
+		before := hashTree(t, dir)
+		cfg := testConfig(t)
+		cfg.DataDir = dir // with IPython, as a user runs it
+		kubeBattery(t, startKube(t, admin, cfg), before, pods)
+		assert.Equal(t, before, hashTree(t, dir), "the data changed")
+	})
+
+	t.Run("the network policy", func(t *testing.T) {
+		p, err := admin.Client.NetworkingV1().NetworkPolicies(c.Namespace).Get(ctx, NetworkPolicyName, metav1.GetOptions{})
+		require.NoError(t, err, "the first kernel made it")
+		assert.ElementsMatch(t, []networkingv1.PolicyType{"Ingress", "Egress"}, p.Spec.PolicyTypes)
+		assert.Empty(t, p.Spec.Ingress, "no ingress is allowed")
+		assert.Empty(t, p.Spec.Egress, "no egress is allowed")
+	})
+
+	t.Run("a pod deleted mid-cell", func(t *testing.T) {
+		k := startKube(t, admin, testConfig(t))
+		names := list(t)
+		require.Len(t, names, 1)
+		p, err := admin.Client.CoreV1().Pods(c.Namespace).Get(ctx, names[0], metav1.GetOptions{})
+		require.NoError(t, err)
+		// The cell says it runs through /tmp, an emptyDir this machine sees.
+		started := filepath.Join(c.EmptyDir(string(p.UID), "tmp"), "started")
+		done := make(chan error, 1)
+		go func() {
+			_, err := k.Execute(ctx, "open('/tmp/started', 'w').close()\nimport time; time.sleep(600)", kernel.ExecOptions{Timeout: 10 * time.Minute})
+			done <- err
+		}()
+		require.Eventually(t, func() bool { _, err := os.Stat(started); return err == nil }, 2*time.Minute, 20*time.Millisecond,
+			"the cell started")
+		require.NoError(t, admin.Client.CoreV1().Pods(c.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}))
+		err = <-done
+		var de *kernel.DeadError
+		require.ErrorAs(t, err, &de, "the cell ends with the kernel's death")
+		t.Logf("the cell's end: %v", err)
+		require.NoError(t, k.Restart(ctx))
+		requireWorks(t, k)
+		assert.Equal(t, 1, pods(t))
+	})
+
+	t.Run("a pod that cannot be scheduled", func(t *testing.T) {
+		cfg := testConfig(t)
+		cfg.Memory = 1 << 40 // 1 TiB: no node has it
+		err := startKubeErr(t, admin, cfg)
+		var pe *PodError
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "Unschedulable", pe.Reason)
+		assert.Contains(t, err.Error(), "no node with room")
+		assert.Zero(t, pods(t), "the pod is deleted")
+	})
+
+	t.Run("an image that cannot be pulled", func(t *testing.T) {
+		cfg := testConfig(t)
+		cfg.Image = "ctxcode.invalid/no-such-kernel:1" // .invalid never resolves
+		err := startKubeErr(t, admin, cfg)
+		var pe *PodError
+		require.ErrorAs(t, err, &pe)
+		assert.Contains(t, []string{"ErrImagePull", "ImagePullBackOff"}, pe.Reason)
+		assert.Contains(t, err.Error(), "push the kernel image to a registry")
+		assert.Zero(t, pods(t), "the pod is deleted")
+	})
+
+	t.Run("the README's Role is enough", func(t *testing.T) {
+		// Without the policy, so that the Role's create on it is used.
+		err := admin.Client.NetworkingV1().NetworkPolicies(c.Namespace).Delete(ctx, NetworkPolicyName, metav1.DeleteOptions{})
+		require.NoError(t, err)
+		const user = "ctxcode-user"
+		kubeconfig := c.UserKubeconfig(t, user)
+		c.Grant(t, user, readmeRole(t))
+		cl := connectKube(t, kubeconfig, "") // the context's namespace
+		assert.Equal(t, c.Namespace, cl.Namespace)
+		dir := makeDataDir(t)
+		cfg := testConfig(t)
+		cfg.DataDir = dir
+		cfg.NoIPython = true
+		k := startKube(t, cl, cfg)
+		var seen map[string]string
+		answer(t, k, dataHashCell, &seen)
+		assert.Equal(t, hashTree(t, dir), seen)
+		_, err = KubeList(ctx, cl, 0)
+		require.NoError(t, err, "status lists pods")
+		_, err = KubePrune(ctx, cl, PruneOptions{})
+		require.NoError(t, err, "prune may delete pods")
+		require.NoError(t, k.Close())
+		assert.Zero(t, pods(t))
+		_, err = admin.Client.NetworkingV1().NetworkPolicies(c.Namespace).Get(ctx, NetworkPolicyName, metav1.GetOptions{})
+		assert.NoError(t, err, "the user made the policy")
+	})
+
+	t.Run("a user without the Role", func(t *testing.T) {
+		cl := connectKube(t, c.UserKubeconfig(t, "nobody"), "")
+		err := startKubeErr(t, cl, testConfig(t))
+		var ae *AccessError
+		require.ErrorAs(t, err, &ae)
+		assert.Equal(t, c.Namespace, ae.Namespace)
+		assert.Contains(t, err.Error(), "needs a Role there")
+		_, err = KubeList(ctx, cl, 0)
+		assert.True(t, errors.As(err, &ae), "status says the Role is missing: %v", err)
+		assert.Zero(t, pods(t))
+	})
+}
