@@ -117,6 +117,12 @@ const (
 	KubeMaxDeletes = 8
 )
 
+// KubeRoomWait is how long a start waits for a Pod the scheduler has no
+// room for now (Insufficient cpu or memory on every node that would take
+// it): a busy cluster places it once other Pods end. A Pod that no node
+// could hold even empty fails at once, where the user may list nodes.
+const KubeRoomWait = 2 * time.Minute
+
 var _ kernel.Transport = (*Kube)(nil)
 
 // NewKubePython is a transport for the Python kernel in Pods of c, made as
@@ -184,6 +190,9 @@ type PodError struct {
 	Message string
 	// Image is the image the container runs, for pull failures.
 	Image string
+	// Waited is how long the start waited for room on the cluster (at
+	// most KubeRoomWait), when it did.
+	Waited time.Duration
 }
 
 func (e *PodError) Error() string {
@@ -197,6 +206,9 @@ func (e *PodError) Error() string {
 	}
 	switch e.Reason {
 	case corev1.PodReasonUnschedulable:
+		if e.Waited > 0 {
+			msg += fmt.Sprintf(" (after %s waiting for room)", e.Waited)
+		}
 		msg += "; the cluster has no node with room for its requests (--memory, --cpus) that it may use: free some, or ask for less"
 	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
 		msg += fmt.Sprintf("; the cluster cannot pull %s: push the kernel image to a registry the cluster reaches and name it with --image", e.Image)
@@ -472,7 +484,7 @@ func (k *Kube) Start(ctx context.Context) (_ kernel.Conn, err error) {
 			return nil, err
 		}
 	}
-	if err := w.until(ctx, func(p *corev1.Pod) (bool, error) { return running(p, KernelContainer) }); err != nil {
+	if err := k.waitRunning(ctx, w, KernelContainer); err != nil {
 		return nil, err
 	}
 	c := &kubeConn{k: k, pod: name, w: w, stopWatch: stopWatch,
@@ -482,6 +494,81 @@ func (k *Kube) Start(ctx context.Context) (_ kernel.Conn, err error) {
 	}
 	go c.wait()
 	return c, nil
+}
+
+// waitRunning waits until container runs in the Pod w follows. A Pod
+// unschedulable for want of room waits for it, up to KubeRoomWait, unless
+// no node could hold it (fitsANode); then, and after the wait, it is the
+// *PodError that says so.
+func (k *Kube) waitRunning(ctx context.Context, w *podWatch, container string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var patience *time.Timer
+	var since time.Time // when the wait for room began
+	defer func() {
+		if patience != nil {
+			patience.Stop()
+		}
+	}()
+	err := w.until(ctx, func(p *corev1.Pod) (bool, error) {
+		ok, err := running(p, container)
+		var pe *PodError
+		if errors.As(err, &pe) && pe.Reason == corev1.PodReasonUnschedulable && strings.Contains(pe.Message, "Insufficient ") {
+			if patience == nil {
+				if !k.fitsANode(ctx, p) {
+					return false, pe
+				}
+				patience, since = time.AfterFunc(KubeRoomWait, cancel), time.Now()
+			}
+			return false, nil
+		}
+		if patience != nil && p != nil && p.Spec.NodeName != "" {
+			patience.Stop() // placed: the rest of the start is not the scheduler's
+		}
+		return ok, err
+	})
+	var pe *PodError
+	if errors.As(err, &pe) && patience != nil && pe.Reason == corev1.PodReasonUnschedulable {
+		pe.Waited = time.Since(since).Round(time.Second) // until returned the Pod's problem as the wait ended
+	}
+	return err
+}
+
+// fitsANode reports whether some schedulable node of the cluster has the
+// CPU and memory p's containers request, with nothing else on it; true
+// when the nodes cannot be listed (the user's Role need not allow it).
+func (k *Kube) fitsANode(ctx context.Context, p *corev1.Pod) bool {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	nodes, err := k.c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return true
+	}
+	want := corev1.ResourceList{}
+	for _, c := range slices.Concat(p.Spec.InitContainers, p.Spec.Containers) {
+		for name, q := range c.Resources.Requests {
+			if cur, ok := want[name]; !ok || q.Cmp(cur) > 0 {
+				want[name] = q // the containers run one after another: the largest counts
+			}
+		}
+	}
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable {
+			continue
+		}
+		fits := true
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := want[name]; ok {
+				if have, ok := n.Status.Allocatable[name]; ok && have.Cmp(q) < 0 {
+					fits = false
+				}
+			}
+		}
+		if fits {
+			return true
+		}
+	}
+	return false
 }
 
 // running reports whether container runs in p; an error when it never will.
@@ -502,7 +589,7 @@ func running(p *corev1.Pod, container string) (bool, error) {
 // sendData attaches to the data container, sends it the data folder as a
 // tar and waits for it to have unpacked it.
 func (k *Kube) sendData(ctx context.Context, w *podWatch, name string) error {
-	if err := w.until(ctx, func(p *corev1.Pod) (bool, error) { return running(p, DataContainer) }); err != nil {
+	if err := k.waitRunning(ctx, w, DataContainer); err != nil {
 		return err
 	}
 	exec, err := k.executor(name, DataContainer)

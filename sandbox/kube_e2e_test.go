@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -144,6 +145,49 @@ func TestE2EKube(t *testing.T) {
 		assert.Equal(t, "Unschedulable", pe.Reason)
 		assert.Contains(t, err.Error(), "no node with room")
 		assert.Zero(t, pods(t), "the pod is deleted")
+	})
+
+	t.Run("a pod waits for room", func(t *testing.T) {
+		nodes, err := admin.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		require.Len(t, nodes.Items, 1)
+		all := nodes.Items[0].Status.Allocatable[corev1.ResourceCPU]
+		big := testConfig(t)
+		big.CPUs = all.AsApproximateFloat64() // the whole node
+		big.NoIPython = true
+		k1 := startKube(t, admin, big)
+		small := testConfig(t)
+		small.CPUs = 0.5
+		small.NoIPython = true
+		started := make(chan *kernel.Client, 1)
+		go func() {
+			tr, err := NewKubePython(admin, small)
+			if !assert.NoError(t, err) {
+				close(started)
+				return
+			}
+			k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
+			assert.NoError(t, err, "the second kernel starts once there is room")
+			started <- k
+		}()
+		require.Eventually(t, func() bool {
+			l, err := admin.Client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelSession + "=" + kubeLabelValue(small.Session)})
+			if err != nil || len(l.Items) != 1 {
+				return false
+			}
+			e := podProblem(&l.Items[0])
+			return e != nil && e.Reason == corev1.PodReasonUnschedulable
+		}, time.Minute, 20*time.Millisecond, "the second pod waits, unschedulable")
+		select {
+		case <-started:
+			t.Fatal("the second kernel started while the node was full")
+		default:
+		}
+		require.NoError(t, k1.Close())
+		k2 := <-started
+		require.NotNil(t, k2)
+		t.Cleanup(func() { assert.NoError(t, k2.Close()) })
+		requireWorks(t, k2)
 	})
 
 	t.Run("an image that cannot be pulled", func(t *testing.T) {
