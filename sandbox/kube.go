@@ -27,13 +27,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/klog/v2"
+	// client-go's streams fail with this package's errors, not with those
+	// of apimachinery's copy of it.
+	"k8s.io/streaming/pkg/httpstream"
 
 	"github.com/ctxcode/ctxcode/kernel"
 )
@@ -606,11 +608,12 @@ func (k *Kube) sendData(ctx context.Context, w *podWatch, name string) error {
 	stderr := kernel.NewTailBuffer(k.cfg.StderrTail)
 	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: pr, Stdout: io.Discard, Stderr: stderr})
 	pr.CloseWithError(errors.New("the data stream has ended"))
-	if terr := <-tarErr; terr != nil {
-		return fmt.Errorf("copy the data folder into pod %s: %w", name, terr)
-	}
-	if err != nil {
+	terr := <-tarErr
+	if err != nil { // the cause of a tar cut short, if it was
 		return k.attachError(name, DataContainer, err)
+	}
+	if terr != nil {
+		return fmt.Errorf("copy the data folder into pod %s: %w", name, terr)
 	}
 	return w.until(ctx, func(p *corev1.Pod) (bool, error) {
 		if p == nil {

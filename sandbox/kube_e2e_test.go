@@ -7,9 +7,15 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ctxcode/ctxcode/internal/clustertest"
@@ -77,6 +84,32 @@ func readmeRole(tb testing.TB) []byte {
 	return j
 }
 
+// spdyOnlyProxy is a plain-HTTP proxy to the cluster's API server, as its
+// administrator, that refuses every WebSocket upgrade, as an older API
+// server or proxy does, and passes SPDY's on. It returns its URL and the
+// counts of upgrades it refused and passed.
+func spdyOnlyProxy(t *testing.T, c *clustertest.Cluster) (string, *atomic.Int64, *atomic.Int64) {
+	t.Helper()
+	target, err := url.Parse(c.Server)
+	require.NoError(t, err)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = c.API.HTTP.Transport
+	var refused, upgraded atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch up := strings.ToLower(r.Header.Get("Upgrade")); {
+		case up == "websocket":
+			refused.Add(1)
+			http.Error(w, "this proxy passes no WebSocket", http.StatusBadRequest)
+			return
+		case strings.HasPrefix(up, "spdy/"):
+			upgraded.Add(1)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, &refused, &upgraded
+}
+
 func TestE2EKube(t *testing.T) {
 	c := clustertest.Start(t, KernelImage())
 	admin := connectKube(t, c.Kubeconfig, c.Namespace)
@@ -109,6 +142,25 @@ func TestE2EKube(t *testing.T) {
 		assert.ElementsMatch(t, []networkingv1.PolicyType{"Ingress", "Egress"}, p.Spec.PolicyTypes)
 		assert.Empty(t, p.Spec.Ingress, "no ingress is allowed")
 		assert.Empty(t, p.Spec.Egress, "no egress is allowed")
+	})
+
+	t.Run("SPDY, where a proxy refuses WebSocket", func(t *testing.T) {
+		proxy, refused, upgraded := spdyOnlyProxy(t, c)
+		cl := admin
+		cl.REST = &rest.Config{Host: proxy}
+		dir := makeDataDir(t)
+		cfg := testConfig(t)
+		cfg.DataDir = dir
+		cfg.NoIPython = true
+		k := startKube(t, cl, cfg)
+		requireWorks(t, k)
+		var seen map[string]string
+		answer(t, k, dataHashCell, &seen)
+		assert.Equal(t, hashTree(t, dir), seen, "the data went in over SPDY")
+		require.NoError(t, k.Close(), "closing stdin ends the kernel over SPDY too")
+		assert.Zero(t, pods(t))
+		assert.Equal(t, int64(2), refused.Load(), "the data's and the kernel's WebSocket attach were refused")
+		assert.Equal(t, int64(2), upgraded.Load(), "both attached over SPDY")
 	})
 
 	t.Run("a pod deleted mid-cell", func(t *testing.T) {

@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/ctxcode/ctxcode/internal/kubetest"
 	"github.com/ctxcode/ctxcode/kernel"
@@ -368,6 +372,40 @@ func TestKubeForbidden(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	assert.Contains(t, err.Error(), "create and get on pods/attach")
 	assert.Contains(t, err.Error(), kubetest.Namespace)
+}
+
+// TestKubeFallsBackToSPDY: an attach whose WebSocket upgrade is refused
+// (an older API server, or a proxy) is tried again over SPDY. client-go's
+// streams fail with k8s.io/streaming's errors; a check for those of
+// apimachinery's copy never fell back (found on the real cluster,
+// TestE2EKube, which also runs the whole kernel over SPDY).
+func TestKubeFallsBackToSPDY(t *testing.T) {
+	var refused, spdy int
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch up := strings.ToLower(r.Header.Get("Upgrade")); {
+		case up == "websocket" && r.Method == http.MethodGet:
+			refused++
+		case strings.HasPrefix(up, "spdy/") && r.Method == http.MethodPost:
+			spdy++
+		}
+		http.Error(w, "no upgrade here", http.StatusBadRequest)
+	}))
+	t.Cleanup(srv.Close)
+	k, err := NewKubePython(Cluster{Client: fake.NewClientset(), REST: &rest.Config{Host: srv.URL}, Namespace: "ns"}, DefaultConfig())
+	require.NoError(t, err)
+	exec, err := k.executor("ctxcode-abc", KernelContainer)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard
+	defer cancel()
+	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
+	require.Error(t, err, "neither upgrade is taken")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 1, refused, "WebSocket first")
+	assert.Equal(t, 1, spdy, "then SPDY")
 }
 
 func TestKubePrune(t *testing.T) {
