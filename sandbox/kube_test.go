@@ -408,6 +408,57 @@ func TestKubeFallsBackToSPDY(t *testing.T) {
 	assert.Equal(t, 1, spdy, "then SPDY")
 }
 
+// heldRuntime holds every container in its creation until its Pod is
+// deleted: a Pod of it never runs, nor fails.
+type heldRuntime struct{}
+
+func (heldRuntime) Start(ctx context.Context, _ *corev1.Pod, _ corev1.Container) (kubetest.Proc, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (heldRuntime) End(*corev1.Pod) {}
+
+// TestKubeStartAndDeleteLimits: at most KubeMaxStarts Pods are between
+// create and attach at a time (a start beyond waits, and makes no Pod), and
+// deletions never wait behind starts: on a cluster whose Pods do not come
+// up, a pool's deletes still free room.
+func TestKubeStartAndDeleteLimits(t *testing.T) {
+	cl := kubetest.Start(t, heldRuntime{})
+	k, err := NewKubePython(Cluster{Client: cl.Client, REST: cl.REST, Namespace: kubetest.Namespace}, DefaultConfig())
+	require.NoError(t, err)
+	held, release := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range KubeMaxStarts {
+		wg.Go(func() {
+			_, err := k.Start(held)
+			assert.Error(t, err, "a held Pod never runs")
+		})
+	}
+	t.Cleanup(func() { release(); wg.Wait() })
+	require.Eventually(t, func() bool { return cl.Pods(t) == KubeMaxStarts }, time.Minute, 10*time.Millisecond, "the starts made their Pods")
+
+	late, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := k.Start(late); done <- err }()
+	cancel()
+	err = <-done
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("wait for a start of a kernel pod (at most %d at a time)", KubeMaxStarts))
+	assert.Equal(t, KubeMaxStarts, cl.Pods(t), "the start beyond the limit made no Pod")
+
+	l, err := cl.Client.CoreV1().Pods(kubetest.Namespace).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	deleted := make(chan error, 1)
+	go func() { deleted <- k.deletePod(l.Items[0].Name) }()
+	select {
+	case err := <-deleted:
+		require.NoError(t, err)
+	case <-time.After(time.Minute): // a hang guard: a delete that waits for a start never returns
+		t.Fatal("a delete waited behind the starts")
+	}
+	assert.Equal(t, KubeMaxStarts-1, cl.Pods(t))
+}
+
 func TestKubePrune(t *testing.T) {
 	cl := kubetest.Start(t, fakeDriver(nil))
 	c := Cluster{Client: cl.Client, REST: cl.REST, Namespace: kubetest.Namespace}
