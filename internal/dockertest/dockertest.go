@@ -295,7 +295,7 @@ func (d *Daemon) start(tb testing.TB, link *Link) {
 		// nsenter execs dockerd in the namespace (its PID stays ours);
 		// `ip netns exec` would also remount /sys, which hides the
 		// cgroup v1 mounts dockerd needs.
-		argv = append([]string{"nsenter", "--net=" + netnsPath(link.Netns), "--"}, argv...)
+		argv = append([]string{"nsenter", "--net=" + proctest.NetnsPath(link.Netns), "--"}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+notifyPath)
@@ -425,8 +425,6 @@ func removeDir(dir string) error {
 	}
 	return nil
 }
-
-func netnsPath(name string) string { return filepath.Join("/var/run/netns", name) }
 
 // makeLink makes a namespace and a veth pair into it on a free /30, and
 // registers their removal.

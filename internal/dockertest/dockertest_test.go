@@ -162,7 +162,7 @@ func TestStartInNetns(t *testing.T) {
 	})
 	require.NotNil(t, d)
 	gone(t, d)
-	_, err := os.Stat(netnsPath(d.Link.Netns))
+	_, err := os.Stat(proctest.NetnsPath(d.Link.Netns))
 	assert.ErrorIs(t, err, os.ErrNotExist, "the namespace is left")
 	_, err = os.Stat(filepath.Join("/sys/class/net", d.Link.HostIf))
 	assert.ErrorIs(t, err, os.ErrNotExist, "the host's end of the link is left")

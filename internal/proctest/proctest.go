@@ -4,7 +4,8 @@
 // on a notify socket, as systemd reads it; a process killed by PID and
 // waited for through a pidfd; the processes that serve a folder (found by
 // their command line); a container's first process from runc's state;
-// every mount under a folder, unmounted; a lock held across the machine.
+// every mount under a folder, unmounted; a lock held across the machine;
+// where `ip netns` keeps a named network namespace.
 //
 // Nothing here sleeps to wait: each wait is on an event, bounded by a
 // timeout that guards against a hang.
@@ -216,3 +217,7 @@ func LockFile(tb testing.TB, path string) func() {
 	}
 	return func() { _ = f.Close() } // closing releases the lock
 }
+
+// NetnsPath is the file of the network namespace name that `ip netns add`
+// made: what `nsenter --net=` takes.
+func NetnsPath(name string) string { return filepath.Join("/var/run/netns", name) }

@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ctxcode/ctxcode/internal/proctest"
 	"github.com/ctxcode/ctxcode/internal/testenv"
 )
 
@@ -70,7 +71,7 @@ func Start(tb testing.TB) *Server {
 }
 
 // StartInNetns starts a server inside the network namespace netns
-// (/var/run/netns/netns, made by the test, as dockertest.StartInNetns
+// (as `ip netns` names it, made by the test, as dockertest.StartInNetns
 // does), listening on addr, an address of that namespace; it stops it
 // when tb ends. It needs nsenter. Its connections go over the namespace's
 // link: take the link down and they hang, as to a machine cut off.
@@ -167,7 +168,7 @@ SetEnv HOME=%s
 	argv := []string{Sshd, "-D", "-e", "-f", cfgPath}
 	if netns != "" {
 		// nsenter execs sshd in the namespace: its PID stays ours.
-		argv = append([]string{"nsenter", "--net=" + filepath.Join("/var/run/netns", netns), "--"}, argv...)
+		argv = append([]string{"nsenter", "--net=" + proctest.NetnsPath(netns), "--"}, argv...)
 	}
 	s.cmd = exec.Command(argv[0], argv[1:]...)
 	s.cmd.Stdout, s.cmd.Stderr = w, w
