@@ -90,11 +90,11 @@ type Cluster struct {
 // attach stream, into an emptyDir that the kernel container mounts
 // read-only at DataPath.
 //
-// Kubernetes has no call to signal a container, so a Kube kernel cannot be
-// interrupted (its Conn is no kernel.Interrupter): a cell stops at its
-// timeout. Config.Pids has no per-Pod field either (a node's kubelet sets
-// podPidsLimit), and Config.Network, WritableRoot, KeepCaps,
-// NewPrivileges and Swap are Docker's.
+// Kubernetes has no call to signal a container: an interrupt is a process
+// exec'd in the kernel's container that signals its first process, the
+// kernel (kubeConn.Interrupt; pods/exec). Config.Pids has no per-Pod field
+// (a node's kubelet sets podPidsLimit), and Config.Network, WritableRoot,
+// KeepCaps, NewPrivileges and Swap are Docker's.
 type Kube struct {
 	c    Cluster
 	cfg  Config
@@ -432,7 +432,7 @@ type AccessError struct {
 
 func (e *AccessError) Error() string {
 	return fmt.Sprintf("kubernetes namespace %s: %s: %v; the user needs a Role there with get, list, watch, create and delete on pods, "+
-		"create and get on pods/attach, and get and create on networkpolicies (see the README)", e.Namespace, e.What, e.Err)
+		"create and get on pods/attach (and on pods/exec, to interrupt a cell), and get and create on networkpolicies (see the README)", e.Namespace, e.What, e.Err)
 }
 
 func (e *AccessError) Unwrap() error { return e.Err }
@@ -634,20 +634,26 @@ func (k *Kube) sendData(ctx context.Context, w *podWatch, name string) error {
 // which can half-close stdin), falling back to SPDY where an older API
 // server or a proxy refuses the upgrade.
 func (k *Kube) executor(name, container string) (remotecommand.Executor, error) {
+	return k.stream(name, "attach", url.Values{"container": {container}, "stdin": {"true"}, "stdout": {"true"}, "stderr": {"true"}})
+}
+
+// stream is a stream to the subresource (attach, exec) of pod name, with
+// query: WebSocket, falling back to SPDY.
+func (k *Kube) stream(name, subresource string, query url.Values) (remotecommand.Executor, error) {
 	base, _, err := rest.DefaultServerUrlFor(k.c.REST)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes API server %q: %w", k.c.REST.Host, err)
 	}
 	u := *base
-	u.Path = path.Join("/", base.Path, "api/v1/namespaces", k.c.Namespace, "pods", name, "attach")
-	u.RawQuery = url.Values{"container": {container}, "stdin": {"true"}, "stdout": {"true"}, "stderr": {"true"}}.Encode()
+	u.Path = path.Join("/", base.Path, "api/v1/namespaces", k.c.Namespace, "pods", name, subresource)
+	u.RawQuery = query.Encode()
 	ws, err := remotecommand.NewWebSocketExecutor(k.c.REST, "GET", u.String())
 	if err != nil {
-		return nil, fmt.Errorf("attach to pod %s: %w", name, err)
+		return nil, fmt.Errorf("%s pod %s: %w", subresource, name, err)
 	}
 	spdy, err := remotecommand.NewSPDYExecutor(k.c.REST, "POST", &u)
 	if err != nil {
-		return nil, fmt.Errorf("attach to pod %s: %w", name, err)
+		return nil, fmt.Errorf("%s pod %s: %w", subresource, name, err)
 	}
 	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
@@ -656,7 +662,12 @@ func (k *Kube) executor(name, container string) (remotecommand.Executor, error) 
 
 // attachError is the failure of an attach to container of pod name.
 func (k *Kube) attachError(name, container string, err error) error {
-	what := fmt.Sprintf("attach to container %s of pod %s", container, name)
+	return k.streamError(fmt.Sprintf("attach to container %s of pod %s", container, name), err)
+}
+
+// streamError is the failure of a stream doing what, an *AccessError when
+// the cluster refused it.
+func (k *Kube) streamError(what string, err error) error {
 	if strings.Contains(err.Error(), "403") || strings.Contains(strings.ToLower(err.Error()), "forbidden") {
 		return &AccessError{Namespace: k.c.Namespace, What: what, Err: err}
 	}
@@ -839,7 +850,10 @@ type kubeConn struct {
 	closeErr  error
 }
 
-var _ kernel.Conn = (*kubeConn)(nil)
+var (
+	_ kernel.Conn        = (*kubeConn)(nil)
+	_ kernel.Interrupter = (*kubeConn)(nil)
+)
 
 // firstRead closes ready at its first Read: the stream reads its stdin
 // only once its streams are made.
@@ -943,6 +957,47 @@ func (c *kubeConn) Done() <-chan struct{}       { return c.done }
 func (c *kubeConn) Exit() kernel.Exit {
 	<-c.done
 	return c.exit
+}
+
+// interruptScript sends SIGINT to the container's first process, the
+// kernel: a process of the container's own user may.
+const interruptScript = "import os, signal; os.kill(1, signal.SIGINT)"
+
+// Interrupt sends SIGINT to the kernel from a process run in its container
+// (pods/exec): Kubernetes has no call that signals a container. The
+// kernel is the container's first process, whose handler takes it as
+// Docker's init hands it on. It needs create on pods/exec; a user
+// without it gets an *AccessError, and the cell runs to its timeout.
+func (c *kubeConn) Interrupt() error {
+	select {
+	case <-c.done:
+		return nil
+	default:
+	}
+	q := url.Values{"container": {KernelContainer}, "stdout": {"true"}, "stderr": {"true"}}
+	for _, arg := range kubeCommand(kernelEnv(c.k.cfg)[:1], []string{"python3", "-c", interruptScript}) {
+		q.Add("command", arg)
+	}
+	exec, err := c.k.stream(c.pod, "exec", q)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out strings.Builder
+	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
+	select {
+	case <-c.done:
+		return nil // it ended meanwhile: nothing to interrupt
+	default:
+	}
+	if err != nil {
+		if msg := strings.TrimSpace(out.String()); msg != "" {
+			err = fmt.Errorf("%w: %s", err, msg)
+		}
+		return c.k.streamError(fmt.Sprintf("interrupt the kernel of pod %s (an exec in its container)", c.pod), err)
+	}
+	return nil
 }
 
 // Kill deletes the Pod at once (grace period 0).

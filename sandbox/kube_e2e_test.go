@@ -110,6 +110,41 @@ func spdyOnlyProxy(t *testing.T, c *clustertest.Cluster) (string, *atomic.Int64,
 	return srv.URL, &refused, &upgraded
 }
 
+// podOf is the one Pod of the session of cfg.
+func podOf(ctx context.Context, tb testing.TB, admin Cluster, cfg Config) *corev1.Pod {
+	tb.Helper()
+	l, err := admin.Client.CoreV1().Pods(admin.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelSession + "=" + kubeLabelValue(cfg.Session)})
+	require.NoError(tb, err)
+	require.Len(tb, l.Items, 1)
+	return &l.Items[0]
+}
+
+// interruptCell interrupts a cell of k's, which runs in the Pod p of
+// cluster c, once it has started (it marks its start in its /tmp, an
+// emptyDir this machine sees): the cell ends interrupted, and the
+// namespace is kept.
+func interruptCell(t *testing.T, c *clustertest.Cluster, p *corev1.Pod, k *kernel.Client) {
+	t.Helper()
+	execCell(t, k, "kept = 'still here'", time.Minute)
+	started := filepath.Join(c.EmptyDir(string(p.UID), "tmp"), "interrupted-cell")
+	done := make(chan kernel.Result, 1)
+	go func() {
+		res, err := k.Execute(context.Background(), "open('/tmp/interrupted-cell', 'w').close()\npartial = 1\nimport time; time.sleep(300)\npartial = 2",
+			kernel.ExecOptions{Timeout: 10 * time.Minute})
+		assert.NoError(t, err)
+		done <- res
+	}()
+	require.Eventually(t, func() bool { _, err := os.Stat(started); return err == nil }, 2*time.Minute, 20*time.Millisecond,
+		"the cell started")
+	require.NoError(t, k.Interrupt())
+	res := <-done
+	assert.Equal(t, kernel.StatusError, res.Status)
+	require.NotNil(t, res.Error)
+	assert.Equal(t, "CellInterrupted", res.Error.Name)
+	assert.Equal(t, "'still here'", execCell(t, k, "kept", time.Minute).Value)
+	assert.Equal(t, "1", execCell(t, k, "partial", time.Minute).Value)
+}
+
 func TestE2EKube(t *testing.T) {
 	c := clustertest.Start(t, KernelImage())
 	admin := connectKube(t, c.Kubeconfig, c.Namespace)
@@ -161,6 +196,12 @@ func TestE2EKube(t *testing.T) {
 		assert.Zero(t, pods(t))
 		assert.Equal(t, int64(2), refused.Load(), "the data's and the kernel's WebSocket attach were refused")
 		assert.Equal(t, int64(2), upgraded.Load(), "both attached over SPDY")
+	})
+
+	t.Run("interrupt", func(t *testing.T) {
+		cfg := testConfig(t)
+		k := startKube(t, admin, cfg)
+		interruptCell(t, c, podOf(ctx, t, admin, cfg), k)
 	})
 
 	t.Run("a pod deleted mid-cell", func(t *testing.T) {
@@ -270,6 +311,7 @@ func TestE2EKube(t *testing.T) {
 		var seen map[string]string
 		answer(t, k, dataHashCell, &seen)
 		assert.Equal(t, hashTree(t, dir), seen)
+		interruptCell(t, c, podOf(ctx, t, admin, cfg), k)
 		_, err = KubeList(ctx, cl, 0)
 		require.NoError(t, err, "status lists pods")
 		_, err = KubePrune(ctx, cl, PruneOptions{})

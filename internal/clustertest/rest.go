@@ -116,8 +116,9 @@ func (a *API) Do(ctx context.Context, method, path string, body any) ([]byte, er
 // first, as ADDED events, then every change. It calls until for each
 // event, and returns once until says done, until returns an error, the
 // apiserver ends the watch, or ctx ends. An apiserver still making its
-// watch cache answers 429 with a Retry-After: the watch is tried again
-// then, as the server asks.
+// watch cache answers 429 with a Retry-After, or an ERROR event whose
+// status has a retryAfterSeconds (a cache behind etcd: "Too large
+// resource version"): the watch is tried again then, as the server asks.
 func (a *API) Watch(ctx context.Context, path string, until func(Event) (done bool, err error)) error {
 	sep := "?"
 	if strings.Contains(path, "?") {
@@ -134,28 +135,58 @@ func (a *API) Watch(ctx context.Context, path string, until func(Event) (done bo
 		if err != nil {
 			return fmt.Errorf("watch %s: %w", path, err)
 		}
-		if resp.StatusCode == http.StatusTooManyRequests {
-			wait := retryAfter(resp)
+		var wait time.Duration
+		switch resp.StatusCode {
+		case http.StatusTooManyRequests:
+			wait = retryAfter(resp)
 			resp.Body.Close()
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("watch %s: %w", path, ctx.Err())
-			case <-time.After(wait):
-				continue
+		case http.StatusOK:
+			err = readEvents(resp.Body, until)
+			resp.Body.Close()
+			var again *watchAgain
+			if !errors.As(err, &again) {
+				if err != nil && ctx.Err() != nil {
+					return fmt.Errorf("watch %s: %w", path, ctx.Err())
+				}
+				return err
 			}
-		}
-		if resp.StatusCode != http.StatusOK {
+			wait = again.after
+		default:
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			return &StatusError{Method: "WATCH", Path: path, Code: resp.StatusCode, Body: string(b)}
 		}
-		err = readEvents(resp.Body, until)
-		resp.Body.Close()
-		if err != nil && ctx.Err() != nil {
+		select { // the server's own wait, before it is asked again
+		case <-ctx.Done():
 			return fmt.Errorf("watch %s: %w", path, ctx.Err())
+		case <-time.After(wait):
 		}
-		return err
 	}
+}
+
+// watchAgain is an ERROR event that asks for the watch again after a
+// while.
+type watchAgain struct {
+	after  time.Duration
+	status string
+}
+
+func (e *watchAgain) Error() string {
+	return fmt.Sprintf("watch error, to try again after %s: %s", e.after, e.status)
+}
+
+// errorEvent is the error of an ERROR event with object status: a
+// *watchAgain when the status names a retryAfterSeconds.
+func errorEvent(status json.RawMessage) error {
+	var st struct {
+		Details struct {
+			RetryAfterSeconds int `json:"retryAfterSeconds"`
+		} `json:"details"`
+	}
+	if json.Unmarshal(status, &st) == nil && st.Details.RetryAfterSeconds > 0 {
+		return &watchAgain{after: time.Duration(st.Details.RetryAfterSeconds) * time.Second, status: string(status)}
+	}
+	return fmt.Errorf("watch error: %s", status)
 }
 
 // errWatchEnded is a watch the apiserver closed before the caller was
@@ -172,7 +203,7 @@ func readEvents(body io.Reader, until func(Event) (bool, error)) error {
 			return fmt.Errorf("read a watch event: %w", err)
 		}
 		if ev.Type == "ERROR" {
-			return fmt.Errorf("watch error: %s", ev.Object)
+			return errorEvent(ev.Object)
 		}
 		done, err := until(ev)
 		if err != nil || done {
