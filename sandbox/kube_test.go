@@ -308,10 +308,16 @@ func TestKubeLifecycle(t *testing.T) {
 		_, err := conn.Write([]byte("{}\n"))
 		assert.Error(t, err, "no write reaches a killed kernel")
 	})
-	t.Run("no interrupt", func(t *testing.T) {
+	t.Run("an interrupt is an exec", func(t *testing.T) {
+		// kubetest serves attach only: the exec's failure comes back as the
+		// interrupt's (TestE2EKube interrupts a cell on a real cluster).
 		_, k := startFakeCluster(t, DefaultConfig(), nil)
-		_, ok := startConn(t, k).(kernel.Interrupter)
-		assert.False(t, ok, "Kubernetes cannot signal a container")
+		in, ok := startConn(t, k).(kernel.Interrupter)
+		require.True(t, ok)
+		err := in.Interrupt()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "interrupt the kernel of pod ctxcode-")
+		assert.Contains(t, err.Error(), "an exec in its container")
 	})
 }
 
