@@ -127,17 +127,22 @@ func interruptCell(t *testing.T, c *clustertest.Cluster, p *corev1.Pod, k *kerne
 	t.Helper()
 	execCell(t, k, "kept = 'still here'", time.Minute)
 	started := filepath.Join(c.EmptyDir(string(p.UID), "tmp"), "interrupted-cell")
-	done := make(chan kernel.Result, 1)
+	type outcome struct {
+		res kernel.Result
+		err error
+	}
+	done := make(chan outcome, 1) // the goroutine ends with the cell, or with k's close
 	go func() {
 		res, err := k.Execute(context.Background(), "open('/tmp/interrupted-cell', 'w').close()\npartial = 1\nimport time; time.sleep(300)\npartial = 2",
 			kernel.ExecOptions{Timeout: 10 * time.Minute})
-		assert.NoError(t, err)
-		done <- res
+		done <- outcome{res, err}
 	}()
 	require.Eventually(t, func() bool { _, err := os.Stat(started); return err == nil }, 2*time.Minute, 20*time.Millisecond,
 		"the cell started")
 	require.NoError(t, k.Interrupt())
-	res := <-done
+	o := <-done
+	require.NoError(t, o.err)
+	res := o.res
 	assert.Equal(t, kernel.StatusError, res.Status)
 	require.NotNil(t, res.Error)
 	assert.Equal(t, "CellInterrupted", res.Error.Name)
@@ -148,7 +153,7 @@ func interruptCell(t *testing.T, c *clustertest.Cluster, p *corev1.Pod, k *kerne
 func TestE2EKube(t *testing.T) {
 	c := clustertest.Start(t, KernelImage())
 	admin := connectKube(t, c.Kubeconfig, c.Namespace)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute) // a hang guard
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang guard, well inside make e2e's -timeout
 	defer cancel()
 	list := func(tb testing.TB) []string {
 		tb.Helper()
@@ -252,17 +257,29 @@ func TestE2EKube(t *testing.T) {
 		small := testConfig(t)
 		small.CPUs = 0.5
 		small.NoIPython = true
-		started := make(chan *kernel.Client, 1)
+		type outcome struct {
+			k   *kernel.Client
+			err error
+		}
+		started := make(chan outcome, 1)
+		sctx, stop := context.WithCancel(ctx)
+		tr, err := NewKubePython(admin, small)
+		require.NoError(t, err)
 		go func() {
-			tr, err := NewKubePython(admin, small)
-			if !assert.NoError(t, err) {
-				close(started)
-				return
-			}
-			k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
-			assert.NoError(t, err, "the second kernel starts once there is room")
-			started <- k
+			k, err := kernel.Start(sctx, kernel.Python, tr, kernel.ClientOptions{})
+			started <- outcome{k, err}
 		}()
+		var k2 *kernel.Client
+		taken := false     // the outcome was read
+		t.Cleanup(func() { // also when the test stops early: the start ends, its kernel is closed
+			stop()
+			if !taken {
+				k2 = (<-started).k
+			}
+			if k2 != nil {
+				assert.NoError(t, k2.Close())
+			}
+		})
 		require.Eventually(t, func() bool {
 			l, err := admin.Client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelSession + "=" + kubeLabelValue(small.Session)})
 			if err != nil || len(l.Items) != 1 {
@@ -272,14 +289,15 @@ func TestE2EKube(t *testing.T) {
 			return e != nil && e.Reason == corev1.PodReasonUnschedulable
 		}, time.Minute, 20*time.Millisecond, "the second pod waits, unschedulable")
 		select {
-		case <-started:
-			t.Fatal("the second kernel started while the node was full")
+		case o := <-started:
+			k2, taken = o.k, true // for the cleanup
+			t.Fatalf("the second kernel started while the node was full (%v)", o.err)
 		default:
 		}
 		require.NoError(t, k1.Close())
-		k2 := <-started
-		require.NotNil(t, k2)
-		t.Cleanup(func() { assert.NoError(t, k2.Close()) })
+		o := <-started
+		k2, taken = o.k, true
+		require.NoError(t, o.err, "the second kernel starts once there is room")
 		requireWorks(t, k2)
 	})
 

@@ -25,7 +25,7 @@ func TestE2EKubeCLI(t *testing.T) {
 	// Before pmData, which moves the cache folder the binaries are in.
 	c := clustertest.Start(t, sandbox.KernelImage())
 	kube := []string{"--sandbox", "kubernetes", "--kubeconfig", c.Kubeconfig, "--namespace", c.Namespace}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // a hang guard
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute) // a hang guard, well inside make e2e's -timeout
 	defer cancel()
 	admin, err := sandbox.ConnectKube(ctx, sandbox.KubeOptions{Kubeconfig: c.Kubeconfig, Namespace: c.Namespace})
 	require.NoError(t, err)

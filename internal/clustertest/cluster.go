@@ -47,6 +47,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -445,15 +446,12 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 // anyClosed returns a channel closed once one of chans is, or ctx ends.
 func anyClosed(ctx context.Context, chans []<-chan struct{}) <-chan struct{} {
 	out := make(chan struct{})
+	closeOut := sync.OnceFunc(func() { close(out) }) // two may end at once
 	for _, ch := range chans {
 		go func() {
 			select {
 			case <-ch:
-				select {
-				case <-out:
-				default:
-					close(out)
-				}
+				closeOut()
 			case <-ctx.Done():
 			}
 		}()

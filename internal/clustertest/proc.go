@@ -98,12 +98,13 @@ func (p *proc) stop() error {
 	}
 }
 
-// kill kills the process group at once and waits for the process.
+// kill kills the process group at once, the leader gone or not (its
+// children may live on), and waits for the process.
 func (p *proc) kill() {
-	if p == nil || !p.alive() {
+	if p == nil {
 		return
 	}
-	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL) // ESRCH: the group is gone
 	<-p.done
 }
 

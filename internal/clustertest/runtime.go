@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 )
@@ -158,11 +159,15 @@ func (c *Cluster) importDocker(ref string) error {
 	if impErr != nil {
 		_ = save.Process.Kill()
 	}
-	if err := save.Wait(); err != nil && impErr == nil {
-		return fmt.Errorf("docker save %s: %v: %s", ref, err, saveErr.Bytes())
-	}
-	if impErr != nil {
+	saveWaitErr := save.Wait()
+	switch {
+	case impErr != nil && strings.TrimSpace(saveErr.String()) != "":
+		// A save that failed ends the import's input early: both say why.
+		return fmt.Errorf("docker save %s: %s; import into the cluster's containerd: %v: %s", ref, bytes.TrimSpace(saveErr.Bytes()), impErr, impOut.Bytes())
+	case impErr != nil:
 		return fmt.Errorf("import %s into the cluster's containerd: %v: %s", ref, impErr, impOut.Bytes())
+	case saveWaitErr != nil:
+		return fmt.Errorf("docker save %s: %v: %s", ref, saveWaitErr, saveErr.Bytes())
 	}
 	return nil
 }
@@ -197,7 +202,7 @@ func pauseArchive(pause []byte) ([]byte, error) {
 	}
 	layerDesc := add("application/vnd.oci.image.layer.v1.tar", layer.Bytes())
 	config, err := json.Marshal(map[string]any{
-		"architecture": "amd64",
+		"architecture": goruntime.GOARCH,
 		"os":           "linux",
 		"config":       map[string]any{"Entrypoint": []string{"/pause"}, "User": "65535:65535"},
 		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layerDesc.Digest}},

@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,8 +101,10 @@ func KillAndWait(pid int) error {
 	}
 }
 
-// PIDsServing lists the processes whose command line names dir (a
-// daemon's folder, or its socket in it), this one excepted.
+// PIDsServing lists the processes whose command line names dir or a path
+// in it (a daemon's folder, its socket), this one excepted: an argument
+// that is dir, ends in "="+dir, or holds dir+"/" (so /tmp/d-1 is not
+// /tmp/d-12).
 func PIDsServing(dir string) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
@@ -111,11 +114,16 @@ func PIDsServing(dir string) []int {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(dir)) {
+		if err == nil && slices.ContainsFunc(bytes.Split(b, []byte{0}), func(arg []byte) bool { return names(string(arg), dir) }) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// names reports whether a command-line argument names dir or a path in it.
+func names(arg, dir string) bool {
+	return arg == dir || strings.HasSuffix(arg, "="+dir) || strings.Contains(arg, dir+"/")
 }
 
 // RuncInit reads a runc state file (ROOT/ID/state.json): the pid of the
