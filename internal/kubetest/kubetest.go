@@ -370,8 +370,5 @@ func (f Func) End(*corev1.Pod) {}
 func (p *funcProc) Remove() {
 	p.cancel()
 	p.inW.CloseWithError(errors.New("killed"))
-	// A function blocked writing output no attach reads ends too.
-	p.outR.CloseWithError(errors.New("killed"))
-	p.errR.CloseWithError(errors.New("killed"))
 	<-p.done
 }
