@@ -41,15 +41,21 @@ func connectKube(tb testing.TB, kubeconfig, namespace string) Cluster {
 	return cl
 }
 
-// startKube starts a Python kernel of cfg in a Pod of cl; the test's
-// cleanup closes it.
-func startKube(tb testing.TB, cl Cluster, cfg Config) *kernel.Client {
+// kubeStart starts a Python kernel of cfg in a Pod of cl.
+func kubeStart(tb testing.TB, cl Cluster, cfg Config) (*kernel.Client, error) {
 	tb.Helper()
 	tr, err := NewKubePython(cl, cfg)
 	require.NoError(tb, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang guard
 	defer cancel()
-	k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
+	return kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
+}
+
+// startKube starts a Python kernel of cfg in a Pod of cl; the test's
+// cleanup closes it.
+func startKube(tb testing.TB, cl Cluster, cfg Config) *kernel.Client {
+	tb.Helper()
+	k, err := kubeStart(tb, cl, cfg)
 	require.NoError(tb, err, "start a kernel in a pod")
 	tb.Cleanup(func() { assert.NoError(tb, k.Close()) })
 	return k
@@ -58,11 +64,7 @@ func startKube(tb testing.TB, cl Cluster, cfg Config) *kernel.Client {
 // startKubeErr is the error of a kernel start in a Pod of cl that must fail.
 func startKubeErr(tb testing.TB, cl Cluster, cfg Config) error {
 	tb.Helper()
-	tr, err := NewKubePython(cl, cfg)
-	require.NoError(tb, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang guard
-	defer cancel()
-	k, err := kernel.Start(ctx, kernel.Python, tr, kernel.ClientOptions{})
+	k, err := kubeStart(tb, cl, cfg)
 	if err == nil {
 		_ = k.Close()
 		tb.Fatal("the kernel started")
@@ -119,6 +121,15 @@ func podOf(ctx context.Context, tb testing.TB, admin Cluster, cfg Config) *corev
 	return &l.Items[0]
 }
 
+// waitMark waits until a cell running in the Pod p has made the file name
+// in its /tmp, an emptyDir this machine sees: the cell has started.
+func waitMark(t *testing.T, c *clustertest.Cluster, p *corev1.Pod, name string) {
+	t.Helper()
+	mark := filepath.Join(c.EmptyDir(string(p.UID), "tmp"), name)
+	require.Eventually(t, func() bool { _, err := os.Stat(mark); return err == nil }, 2*time.Minute, 20*time.Millisecond,
+		"the cell started")
+}
+
 // interruptCell interrupts a cell of k's, which runs in the Pod p of
 // cluster c, once it has started (it marks its start in its /tmp, an
 // emptyDir this machine sees): the cell ends interrupted, and the
@@ -126,7 +137,6 @@ func podOf(ctx context.Context, tb testing.TB, admin Cluster, cfg Config) *corev
 func interruptCell(t *testing.T, c *clustertest.Cluster, p *corev1.Pod, k *kernel.Client) {
 	t.Helper()
 	execCell(t, k, "kept = 'still here'", time.Minute)
-	started := filepath.Join(c.EmptyDir(string(p.UID), "tmp"), "interrupted-cell")
 	type outcome struct {
 		res kernel.Result
 		err error
@@ -137,8 +147,7 @@ func interruptCell(t *testing.T, c *clustertest.Cluster, p *corev1.Pod, k *kerne
 			kernel.ExecOptions{Timeout: 10 * time.Minute})
 		done <- outcome{res, err}
 	}()
-	require.Eventually(t, func() bool { _, err := os.Stat(started); return err == nil }, 2*time.Minute, 20*time.Millisecond,
-		"the cell started")
+	waitMark(t, c, p, "interrupted-cell")
 	require.NoError(t, k.Interrupt())
 	o := <-done
 	require.NoError(t, o.err)
@@ -210,22 +219,17 @@ func TestE2EKube(t *testing.T) {
 	})
 
 	t.Run("a pod deleted mid-cell", func(t *testing.T) {
-		k := startKube(t, admin, testConfig(t))
-		names := list(t)
-		require.Len(t, names, 1)
-		p, err := admin.Client.CoreV1().Pods(c.Namespace).Get(ctx, names[0], metav1.GetOptions{})
-		require.NoError(t, err)
-		// The cell says it runs through /tmp, an emptyDir this machine sees.
-		started := filepath.Join(c.EmptyDir(string(p.UID), "tmp"), "started")
+		cfg := testConfig(t)
+		k := startKube(t, admin, cfg)
+		p := podOf(ctx, t, admin, cfg)
 		done := make(chan error, 1)
 		go func() {
 			_, err := k.Execute(ctx, "open('/tmp/started', 'w').close()\nimport time; time.sleep(600)", kernel.ExecOptions{Timeout: 10 * time.Minute})
 			done <- err
 		}()
-		require.Eventually(t, func() bool { _, err := os.Stat(started); return err == nil }, 2*time.Minute, 20*time.Millisecond,
-			"the cell started")
+		waitMark(t, c, p, "started")
 		require.NoError(t, admin.Client.CoreV1().Pods(c.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}))
-		err = <-done
+		err := <-done
 		var de *kernel.DeadError
 		require.ErrorAs(t, err, &de, "the cell ends with the kernel's death")
 		t.Logf("the cell's end: %v", err)

@@ -280,7 +280,7 @@ func (c *Cluster) start(ctx context.Context, images []string) error {
 		return err
 	}
 	for _, name := range []string{"controller-manager", "scheduler"} {
-		if err := c.pki.kubeconfig(c.path(name+".kubeconfig"), name, c.Server); err != nil {
+		if err := c.pki.kubeconfig(c.path(name+".kubeconfig"), name, c.Server, ""); err != nil {
 			return err
 		}
 	}
@@ -354,7 +354,7 @@ func (c *Cluster) makePKI() error {
 	if err := p.serviceAccountKey(); err != nil {
 		return err
 	}
-	return p.kubeconfig(c.path("admin.kubeconfig"), "admin", c.Server)
+	return p.kubeconfig(c.path("admin.kubeconfig"), "admin", c.Server, "")
 }
 
 // serviceRange is the cluster's service IP range, and serviceIP the

@@ -84,7 +84,7 @@ func (c *Cluster) startKubelet(port int) error {
 	if err := os.WriteFile(c.path("kubelet.json"), conf, 0o644); err != nil {
 		return err
 	}
-	if err := c.pki.kubeconfig(c.path("kubelet.kubeconfig"), "kubelet", c.Server); err != nil {
+	if err := c.pki.kubeconfig(c.path("kubelet.kubeconfig"), "kubelet", c.Server, ""); err != nil {
 		return err
 	}
 	if err := makeCgroupRoot(c.cgroupRoot); err != nil {

@@ -131,8 +131,9 @@ func (p *pki) serviceAccountKey() error {
 
 // kubeconfig writes a kubeconfig file at path for the identity name (its
 // certificate and key embedded), trusting the CA, for the apiserver at
-// server. JSON is YAML: client-go and kubectl read it as they read any.
-func (p *pki) kubeconfig(path, name, server string) error {
+// server, its context's namespace namespace ("": none). JSON is YAML:
+// client-go and kubectl read it as they read any.
+func (p *pki) kubeconfig(path, name, server, namespace string) error {
 	ca, err := os.ReadFile(p.path("ca.crt"))
 	if err != nil {
 		return err
@@ -154,7 +155,7 @@ func (p *pki) kubeconfig(path, name, server string) error {
 		"users": []any{map[string]any{"name": name, "user": map[string]any{
 			"client-certificate-data": cert, "client-key-data": key}}},
 		"contexts": []any{map[string]any{"name": "clustertest", "context": map[string]any{
-			"cluster": "clustertest", "user": name}}},
+			"cluster": "clustertest", "user": name, "namespace": namespace}}},
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -22,26 +21,8 @@ func (c *Cluster) UserKubeconfig(tb testing.TB, user string) string {
 		tb.Fatalf("issue a certificate for %s: %v", user, err)
 	}
 	path := c.path(name + ".kubeconfig")
-	if err := c.pki.kubeconfig(path, name, c.Server); err != nil {
+	if err := c.pki.kubeconfig(path, name, c.Server, c.Namespace); err != nil {
 		tb.Fatalf("write a kubeconfig for %s: %v", user, err)
-	}
-	// The context's namespace: read and written as the JSON it is.
-	b, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		tb.Fatal(err)
-	}
-	ctxs := cfg["contexts"].([]any)
-	ctxs[0].(map[string]any)["context"].(map[string]any)["namespace"] = c.Namespace
-	b, err = json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
-		tb.Fatal(err)
 	}
 	return path
 }
