@@ -121,6 +121,41 @@ func TestPythonSoftTimeoutNeverCutsTheShell(t *testing.T) {
 	}
 }
 
+// TestPythonSoftTimeoutOutlivesCleanUp: a timeout stays a timeout when
+// what runs as it unwinds fails, and when Python drops it. A failing
+// clean-up (a finally, a value's display that IPython's pretty printer
+// broke when the timeout landed in it: CI saw an IndexError so) raises a
+// new exception while the timeout is handled; a timeout raised in a
+// generator the interpreter closes is "ignored" by Python, and the cell
+// ran on to the hard deadline. (The loops count: on CPython 3.11 and
+// later, an exception a signal handler raises at the back-edge of a
+// "while True: pass" that opens a try is taken as raised before the try,
+// and its finally never runs.)
+func TestPythonSoftTimeoutOutlivesCleanUp(t *testing.T) {
+	t.Parallel()
+	for _, f := range flavours(t) {
+		t.Run(f.name, func(t *testing.T) {
+			k := startPython(t, f, LocalConfig{})
+			runOK(t, k, "kept = 'still here'")
+			for _, tc := range []struct{ name, code string }{
+				{"a finally that fails", "try:\n    n = 0\n    while True: n += 1\nfinally:\n    [][0]"},
+				{"a display that fails", "class Slow:\n    def __repr__(self):\n        try:\n            n = 0\n            while True: n += 1\n        finally:\n            [][0]\nSlow()"},
+				{"dropped by Python", "def closing():\n    try:\n        yield\n    finally:\n        while True: pass\ng = closing(); next(g)\ndel g\nwhile True: pass"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					res, err := k.Execute(context.Background(), tc.code, ExecOptions{Timeout: 300 * time.Millisecond})
+					require.NoError(t, err, "the soft timeout ends the cell, not the hard deadline")
+					assert.Equal(t, StatusTimeout, res.Status, "%+v", res.Error)
+					assert.Equal(t, "CellTimeout", res.Error.Name)
+					assert.Empty(t, res.Value)
+					assert.NotContains(t, res.Stderr, "Exception ignored", "a timeout fired again is not reported as dropped")
+					assert.Equal(t, "'still here'", runOK(t, k, "kept").Value)
+				})
+			}
+		})
+	}
+}
+
 // waitForFile waits until a kernel's code has made the file at path: the
 // event a test waits on, never a sleep long enough for it.
 func waitForFile(t *testing.T, path string) {

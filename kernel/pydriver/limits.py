@@ -16,6 +16,15 @@ left after a timeout is the namespace as the cell left it.
 A cell that never returns to Python (a C loop) is not interrupted here;
 the client's hard deadline kills the kernel.
 
+The display of a cell's value runs inside the cell's frame (IPython calls
+its displayhook from the cell's code), so a timeout can land in IPython's
+own printing and leave it half-way: its clean-up then fails (the pretty
+printer's IndexError), and IPython reports that failure. An exception
+raised while this cell's timeout or interrupt was being handled is
+reported as the timeout or interrupt it came from (outcome). A timeout
+raised where Python cannot raise it (a __del__, a generator the collector
+closes) is "ignored" by Python: it is fired again, so the cell still ends.
+
 An interrupt (SIGINT, sent by the client's Interrupt: Ctrl-C in chat) takes
 the same path at once: CellInterrupted is raised where the cell's code is,
 and the namespace is kept. The driver counts them; each exec request says
@@ -25,6 +34,7 @@ stops nothing.
 """
 
 import signal
+import sys
 
 
 class CellTimeout(BaseException):
@@ -51,6 +61,7 @@ class _Timer:
         self.allowed = 0  # of them, those sent before the running cell's request
         self.seconds = 0.0
         self.in_cell = None
+        self.raised = None  # the exception raised in the running cell, if any
 
     def error(self):
         if self.interrupted:
@@ -77,7 +88,8 @@ class _Timer:
             code = f.f_code
             if self.in_cell(code.co_filename) or (code.co_name in _LOOP_RUNS and _asyncio_file(code.co_filename)):
                 self.armed = False
-                raise self.error()
+                self.raised = self.error()
+                raise self.raised
             f = f.f_back
         signal.setitimer(signal.ITIMER_REAL, _RETRY)
 
@@ -91,6 +103,7 @@ def arm(seconds, in_cell, interrupts=0):
     had sent before the cell's request (an interrupt counted beyond them,
     even one that came before the request was read, is the cell's)."""
     _timer.seconds, _timer.in_cell, _timer.interrupted = seconds, in_cell, False
+    _timer.raised = None
     _timer.allowed = interrupts
     signal.signal(signal.SIGALRM, _timer.on_alarm)  # a cell may have set its own
     signal.signal(signal.SIGINT, _timer.on_interrupt)
@@ -111,8 +124,38 @@ def fired(exc_type):
     return exc_type is not None and issubclass(exc_type, CellTimeout)
 
 
+def outcome(exc):
+    """The cell's outcome given the exc_info its shell reported: the
+    timeout or interrupt raised in this cell when exc was raised while it
+    was being handled (its __context__ chain holds it), else exc."""
+    if exc is None or _timer.raised is None:
+        return exc
+    e, seen = exc[1], set()
+    while e is not None and id(e) not in seen:
+        if e is _timer.raised:
+            return type(e), e, e.__traceback__
+        seen.add(id(e))
+        e = e.__context__
+    return exc
+
+
+def _unraisable(previous):
+    def hook(unraisable):
+        if unraisable.exc_value is not None and unraisable.exc_value is _timer.raised and not _timer.armed:
+            # Python dropped it (a __del__, a generator closed by the
+            # collector): the cell never got it, so it is fired again.
+            _timer.armed = True
+            signal.setitimer(signal.ITIMER_REAL, _RETRY)
+            return
+        previous(unraisable)
+
+    return hook
+
+
 def listen():
     """Take SIGINT for interrupts (the client's Interrupt): a cell's is
     raised in it as CellInterrupted; one between cells is dropped, so that
-    the request loop never dies of it."""
+    the request loop never dies of it. A timeout or interrupt Python drops
+    as unraisable is fired again."""
     signal.signal(signal.SIGINT, _timer.on_interrupt)
+    sys.unraisablehook = _unraisable(sys.unraisablehook)

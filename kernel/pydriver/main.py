@@ -34,6 +34,7 @@ def run_exec(sh, out, req, main_pid):
             limits.disarm()
     except (limits.CellTimeout, limits.CellInterrupted):
         n, value, exc = n0, "", sys.exc_info()  # (the shells catch it in the cell's code)
+    exc = limits.outcome(exc)
     if os.getpid() != main_pid:
         capture.flush_streams()  # a child forked by the cell must not return to the protocol
         os._exit(0)
