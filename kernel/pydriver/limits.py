@@ -127,12 +127,14 @@ def fired(exc_type):
 def outcome(exc):
     """The cell's outcome given the exc_info its shell reported: the
     timeout or interrupt raised in this cell when exc was raised while it
-    was being handled (its __context__ chain holds it), else exc."""
-    if exc is None or _timer.raised is None:
+    was being handled (its __context__ chain holds it), else exc. Called
+    once, after disarm: it lets go of what the timer raised."""
+    raised, _timer.raised = _timer.raised, None  # its traceback holds the cell's frames
+    if exc is None or raised is None:
         return exc
     e, seen = exc[1], set()
     while e is not None and id(e) not in seen:
-        if e is _timer.raised:
+        if e is raised:
             return type(e), e, e.__traceback__
         seen.add(id(e))
         e = e.__context__
